@@ -1,0 +1,96 @@
+package h2
+
+import (
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Config holds the limits and hooks shared by both roles. Zero values mean defaults.
+type Config struct {
+	MaxConcurrentStreams uint32        // streams the peer may open; default 100
+	MaxHeaderListSize    uint32        // default 64 KiB
+	InitialWindowSize    uint32        // per-stream receive window; default 1 MiB
+	ConnWindowSize       uint32        // connection receive window; default 16 MiB
+	MaxReadFrameSize     uint32        // default 16 KiB
+	IdleTimeout          time.Duration // close a connection with no open stream after this
+	// ExtraSettings are announced in the first SETTINGS frame (extension settings).
+	ExtraSettings []http2.Setting
+	// OnExtensionFrame receives frames of types the engine does not know. It
+	// runs on the connection's read goroutine; the frame is valid only during
+	// the call. Nil means ignore them, as RFC 9113 section 4.1 requires.
+	OnExtensionFrame func(c *Conn, f *http2.UnknownFrame)
+	// Trace, if set, sees every frame read or written (shunt get -v). Written
+	// HEADERS are shown as their raw frames.
+	Trace func(dir Direction, f http2.Frame)
+
+	// PingInterval, if positive, sends a PING this often and records the RTT
+	// (Conn.RTTSamples); OnRTT, if set, is called with each sample.
+	PingInterval time.Duration
+	OnRTT        func(c *Conn, rtt time.Duration)
+}
+
+// Direction tells whether a traced frame was read or written.
+type Direction int
+
+const (
+	Recv Direction = iota
+	Sent
+)
+
+func (d Direction) String() string {
+	if d == Sent {
+		return "send"
+	}
+	return "recv"
+}
+
+const (
+	defaultMaxStreams     = 100
+	defaultMaxHeaderList  = 64 << 10
+	defaultStreamWindow   = 1 << 20
+	defaultConnWindow     = 16 << 20
+	defaultMaxFrame       = 16 << 10
+	initialWindowRFC      = 65535 // the window before any SETTINGS (RFC 9113 6.9.2)
+	maxDataFrame          = 16 << 10
+	maxPendingSend        = 256 << 10 // body bytes queued per stream before the writer blocks
+	startSendThreshold    = 32 << 10  // buffered response bytes that force HEADERS out
+	flushThreshold        = 16 << 10  // queued bytes released to the writer without Flush
+	maxQueuedControl      = 1000      // queued control frames before ENHANCE_YOUR_CALM
+	maxHeaderBlockFrames  = 128       // HEADERS + CONTINUATION frames in one block
+	rttRingSize           = 16
+	writeBatchBudget      = 64 << 10
+	goAwayDrainTimeout    = time.Second
+	prefaceTimeout        = 10 * time.Second
+	settingsNoRFC7540Prio = http2.SettingNoRFC7540Priorities
+)
+
+// withDefaults returns cfg with zero fields replaced by defaults and values
+// clamped to what the protocol allows.
+func (cfg Config) withDefaults() Config {
+	if cfg.MaxConcurrentStreams == 0 {
+		cfg.MaxConcurrentStreams = defaultMaxStreams
+	}
+	if cfg.MaxHeaderListSize == 0 {
+		cfg.MaxHeaderListSize = defaultMaxHeaderList
+	}
+	if cfg.InitialWindowSize == 0 {
+		cfg.InitialWindowSize = defaultStreamWindow
+	}
+	if cfg.InitialWindowSize > 1<<31-1 {
+		cfg.InitialWindowSize = 1<<31 - 1
+	}
+	if cfg.ConnWindowSize < initialWindowRFC {
+		cfg.ConnWindowSize = defaultConnWindow
+	}
+	if cfg.ConnWindowSize > 1<<31-1 {
+		cfg.ConnWindowSize = 1<<31 - 1
+	}
+	if cfg.MaxReadFrameSize < defaultMaxFrame {
+		cfg.MaxReadFrameSize = defaultMaxFrame
+	}
+	if cfg.MaxReadFrameSize > 1<<24-1 {
+		cfg.MaxReadFrameSize = 1<<24 - 1
+	}
+	return cfg
+}

@@ -1,0 +1,441 @@
+// Package h2 is shunt's HTTP/2 connection engine (RFC 9113), one engine for the
+// client and server roles, built on golang.org/x/net/http2's Framer and hpack.
+//
+// It exposes what packaged stacks do not: extension frames and settings,
+// application-controlled stream receive windows, PING RTT samples, and the
+// hooks SMig needs to move a stream between connections.
+//
+// Each connection has a read goroutine (parsing and dispatch, read.go) and a
+// write goroutine (control frames and the RFC 9218 DATA scheduler, write.go).
+// Connection state lives behind one mutex held only for bookkeeping, never
+// across I/O; handlers and body readers talk to the state through it.
+package h2
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/h2/internal/flow"
+	"github.com/shunt-net/shunt/h2/internal/prio"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Conn is one HTTP/2 connection in either role.
+type Conn struct {
+	nc     net.Conn
+	cfg    Config
+	client bool
+	srv    *Server
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	// Owned by the read goroutine.
+	br   *bufio.Reader
+	rfr  *http2.Framer
+	hdec *hpack.Decoder
+	hb   headerBlock
+
+	// Owned by the write goroutine.
+	bw    *bufio.Writer
+	wfr   *http2.Framer
+	henc  *hpack.Encoder
+	hbuf  bytes.Buffer
+	arena []byte
+
+	mu          sync.Mutex
+	wcond       sync.Cond // the writer waits here for work
+	ctrl        []wframe  // queued control and HEADERS frames, in order
+	spare       []wframe
+	sched       prio.Scheduler
+	streams     map[uint32]*stream
+	sendWin     flow.Send
+	recvWin     flow.Recv
+	connBlocked bool // data waits for a connection WINDOW_UPDATE
+
+	peer            peerSettings
+	encTableSize    uint32 // peer's HEADER_TABLE_SIZE not yet applied to henc
+	encTableChanged bool
+	ourInitial      uint32   // our acknowledged SETTINGS_INITIAL_WINDOW_SIZE
+	unacked         []uint32 // INITIAL_WINDOW_SIZE of each SETTINGS sent, not yet acked
+	peerMaxStream   uint32   // highest stream ID the peer opened
+	nextStreamID    uint32   // next stream ID we open
+	activePeer      int      // open streams the peer initiated
+	activeOurs      int      // open streams we initiated
+	reserved        int      // client slots taken by Transport.getConn, not yet used
+	deferred        []func() // callbacks the read goroutine runs after unlocking
+	slotWait        sync.Cond
+	pendingPrio     map[uint32]prio.Priority // PRIORITY_UPDATE for streams not yet open
+
+	goAwaySent bool
+	goAwayRecv *GoAwayError
+	closing    bool  // fatal GOAWAY queued; stop processing frames
+	closed     bool  // connection torn down
+	err        error // why it ended
+	done       chan struct{}
+
+	pings   map[[8]byte]chan time.Time
+	pingSeq uint64
+	rtts    [rttRingSize]time.Duration
+	nrtt    int
+
+	resets    resetLimiter
+	handlers  int // server handlers still running
+	idleTimer *time.Timer
+	writerEnd chan struct{}
+}
+
+// peerSettings are the values the peer announced, with RFC defaults.
+type peerSettings struct {
+	maxFrameSize    uint32
+	initialWindow   uint32
+	maxStreams      uint32
+	enablePush      bool
+	maxHeaderList   uint32
+	raw             map[http2.SettingID]uint32
+	noRFC7540Prio   bool
+	gotFirst        bool
+	headerTableSize uint32
+}
+
+func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(parent)
+	c := &Conn{
+		nc:         nc,
+		cfg:        cfg,
+		client:     client,
+		ctx:        ctx,
+		cancel:     cancel,
+		br:         bufio.NewReaderSize(nc, 16<<10),
+		bw:         bufio.NewWriterSize(nc, 32<<10),
+		streams:    make(map[uint32]*stream),
+		sendWin:    flow.NewSend(initialWindowRFC),
+		recvWin:    flow.NewRecv(initialWindowRFC),
+		ourInitial: initialWindowRFC,
+		done:       make(chan struct{}),
+		writerEnd:  make(chan struct{}),
+		peer: peerSettings{
+			maxFrameSize:    defaultMaxFrame,
+			initialWindow:   initialWindowRFC,
+			maxStreams:      defaultMaxStreams, // assumed until the peer's SETTINGS
+			enablePush:      !client,
+			maxHeaderList:   1<<32 - 1,
+			headerTableSize: 4096,
+		},
+		arena: make([]byte, 0, writeBatchBudget+maxDataFrame),
+	}
+	c.wcond.L = &c.mu
+	c.slotWait.L = &c.mu
+	if client {
+		c.nextStreamID = 1
+		c.peer.enablePush = true // a server may push; we refuse it in our SETTINGS
+	} else {
+		c.nextStreamID = 2
+		c.peer.enablePush = true // until the client says otherwise
+	}
+	c.resets = newResetLimiter(max(100, 2*int(cfg.MaxConcurrentStreams)), time.Second)
+
+	c.rfr = http2.NewFramer(nil, c.br)
+	c.rfr.SetReuseFrames()
+	c.rfr.SetMaxReadFrameSize(cfg.MaxReadFrameSize)
+	c.hdec = hpack.NewDecoder(4096, c.onField)
+	c.hdec.SetMaxStringLength(int(cfg.MaxHeaderListSize))
+
+	var w = c.bw
+	if cfg.Trace != nil {
+		c.wfr = http2.NewFramer(&traceWriter{w: w, trace: cfg.Trace}, nil)
+	} else {
+		c.wfr = http2.NewFramer(w, nil)
+	}
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	return c
+}
+
+// initialSettings queues our first SETTINGS frame and the connection
+// WINDOW_UPDATE that opens the connection window to ConnWindowSize.
+func (c *Conn) initialSettings() {
+	s := []http2.Setting{
+		{ID: http2.SettingInitialWindowSize, Val: c.cfg.InitialWindowSize},
+		{ID: http2.SettingMaxFrameSize, Val: c.cfg.MaxReadFrameSize},
+		{ID: http2.SettingMaxHeaderListSize, Val: c.cfg.MaxHeaderListSize},
+		{ID: settingsNoRFC7540Prio, Val: 1},
+	}
+	if c.client {
+		s = append(s, http2.Setting{ID: http2.SettingEnablePush, Val: 0})
+	} else {
+		s = append(s, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams})
+	}
+	s = append(s, c.cfg.ExtraSettings...)
+	c.mu.Lock()
+	c.unacked = append(c.unacked, c.cfg.InitialWindowSize)
+	c.queueLocked(wframe{kind: wSettings, settings: s})
+	if inc := c.recvWin.Grow(c.cfg.ConnWindowSize - initialWindowRFC); inc > 0 {
+		c.queueLocked(wframe{kind: wWindowUpdate, val: inc})
+	}
+	c.mu.Unlock()
+}
+
+// queueLocked appends a frame for the writer and wakes it.
+func (c *Conn) queueLocked(f wframe) {
+	c.ctrl = append(c.ctrl, f)
+	c.wcond.Signal()
+}
+
+// queueControlLocked queues a frame the peer provoked (ACKs, RST_STREAM),
+// failing the connection if the peer provokes more than the writer drains.
+func (c *Conn) queueControlLocked(f wframe) {
+	if len(c.ctrl) >= maxQueuedControl {
+		c.failLocked(connError{http2.ErrCodeEnhanceYourCalm, "too many queued control frames"})
+		return
+	}
+	c.queueLocked(f)
+}
+
+// failLocked ends the connection after a connection error: GOAWAY with the
+// error's code, then a drain and close (the writer does both).
+func (c *Conn) failLocked(err error) {
+	if c.closing || c.closed {
+		return
+	}
+	code := http2.ErrCodeInternal
+	var reason string
+	var ce connError
+	if errors.As(err, &ce) {
+		code, reason = ce.Code, ce.Reason
+	}
+	c.closing = true
+	if c.err == nil {
+		c.err = err
+	}
+	c.goAwaySent = true
+	c.ctrl = c.ctrl[:0] // nothing else matters now
+	c.queueLocked(wframe{kind: wGoAway, id: c.peerMaxStream, val: uint32(code), data: []byte(reason), closeAfter: true})
+	// A writer stuck on a peer that does not read must not keep us alive.
+	time.AfterFunc(goAwayDrainTimeout, func() { c.close(err) })
+}
+
+// close tears the connection down: every stream fails, waiters wake.
+func (c *Conn) close(err error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.closing = true
+	if c.err == nil {
+		c.err = err
+	}
+	cerr := c.err
+	for _, st := range c.streams {
+		c.closeStreamLocked(st, fmt.Errorf("%w: %v", ErrConnClosed, cerr))
+	}
+	for _, ch := range c.pings {
+		close(ch)
+	}
+	c.pings = nil
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
+	c.wcond.Broadcast()
+	c.slotWait.Broadcast()
+	c.mu.Unlock()
+	c.nc.Close()
+	c.cancel()
+	close(c.done)
+	if c.srv != nil {
+		c.srv.forget(c)
+	}
+}
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		return nil
+	}
+	return c.err
+}
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Ping sends a PING and returns the round-trip time when its ACK arrives.
+func (c *Conn) Ping(ctx context.Context) (time.Duration, error) {
+	var data [8]byte
+	if _, err := rand.Read(data[:]); err != nil {
+		return 0, fmt.Errorf("h2: ping payload: %w", err)
+	}
+	ch := make(chan time.Time, 1)
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return 0, ErrConnClosed
+	}
+	if c.pings == nil {
+		c.pings = make(map[[8]byte]chan time.Time)
+	}
+	c.pings[data] = ch
+	start := time.Now()
+	c.queueLocked(wframe{kind: wPing, ping: data})
+	c.mu.Unlock()
+	select {
+	case t, ok := <-ch:
+		if !ok {
+			return 0, ErrConnClosed
+		}
+		rtt := t.Sub(start)
+		c.recordRTT(rtt)
+		return rtt, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pings, data)
+		c.mu.Unlock()
+		return 0, ctx.Err()
+	}
+}
+
+func (c *Conn) recordRTT(rtt time.Duration) {
+	c.mu.Lock()
+	c.rtts[c.nrtt%rttRingSize] = rtt
+	c.nrtt++
+	c.mu.Unlock()
+	if c.cfg.OnRTT != nil {
+		c.cfg.OnRTT(c, rtt)
+	}
+}
+
+// RTTSamples returns up to the last 16 PING round-trip times, oldest first.
+func (c *Conn) RTTSamples() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(c.nrtt, rttRingSize)
+	out := make([]time.Duration, 0, n)
+	for i := c.nrtt - n; i < c.nrtt; i++ {
+		out = append(out, c.rtts[i%rttRingSize])
+	}
+	return out
+}
+
+// pingLoop sends periodic PINGs while the connection lives.
+func (c *Conn) pingLoop() {
+	t := time.NewTicker(c.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(c.ctx, 10*c.cfg.PingInterval+time.Second)
+			_, err := c.Ping(ctx)
+			cancel()
+			if errors.Is(err, ErrConnClosed) {
+				return
+			}
+		}
+	}
+}
+
+// WriteExtensionFrame sends a frame of a type the engine does not define
+// (types 0x0-0x9 and PRIORITY_UPDATE belong to the engine).
+func (c *Conn) WriteExtensionFrame(t http2.FrameType, flags http2.Flags, streamID uint32, payload []byte) error {
+	if t <= http2.FrameContinuation || t == http2.FramePriorityUpdate {
+		return fmt.Errorf("h2: frame type %v is handled by the engine, not an extension", t)
+	}
+	if len(payload) > int(c.peerMaxFrameSize()) {
+		return fmt.Errorf("h2: extension frame of %d bytes exceeds peer SETTINGS_MAX_FRAME_SIZE %d", len(payload), c.peerMaxFrameSize())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return ErrConnClosed
+	}
+	c.queueLocked(wframe{kind: wRaw, ftype: t, flags: flags, id: streamID, data: append([]byte(nil), payload...)})
+	return nil
+}
+
+func (c *Conn) peerMaxFrameSize() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peer.maxFrameSize
+}
+
+// PeerSetting returns a setting the peer announced, and whether it did.
+func (c *Conn) PeerSetting(id http2.SettingID) (uint32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.peer.raw[id]
+	return v, ok
+}
+
+// SetInitialWindowSize announces a new SETTINGS_INITIAL_WINDOW_SIZE. The
+// receive windows of open streams shift by the difference once the peer
+// acknowledges it (RFC 9113 6.9.2).
+func (c *Conn) SetInitialWindowSize(n uint32) error {
+	if n > flow.MaxWindow {
+		return fmt.Errorf("h2: initial window size %d exceeds 2^31-1", n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return ErrConnClosed
+	}
+	c.unacked = append(c.unacked, n)
+	c.queueLocked(wframe{kind: wSettings, settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: n}}})
+	return nil
+}
+
+// GoAway starts a graceful shutdown: GOAWAY(NO_ERROR) naming the last stream
+// the peer opened, no new streams, close once open streams finish.
+func (c *Conn) GoAway() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.goAwaySent || c.closing {
+		return
+	}
+	c.goAwaySent = true
+	c.queueLocked(wframe{kind: wGoAway, id: c.peerMaxStream, val: uint32(http2.ErrCodeNo)})
+	c.maybeFinishLocked()
+}
+
+// maybeFinishLocked closes a connection that has said GOAWAY once its last
+// stream is done.
+func (c *Conn) maybeFinishLocked() {
+	if (c.goAwaySent || c.goAwayRecv != nil) && c.activePeer+c.activeOurs == 0 && !c.closing {
+		c.closing = true
+		c.queueLocked(wframe{kind: wClose})
+	}
+}
+
+// traceWriter shows each written frame to Config.Trace. The Framer makes one
+// Write per frame, so each p parses as exactly one frame.
+type traceWriter struct {
+	w     *bufio.Writer
+	trace func(Direction, http2.Frame)
+	r     bytes.Reader
+	fr    *http2.Framer
+}
+
+func (t *traceWriter) Write(p []byte) (int, error) {
+	if t.fr == nil {
+		t.fr = http2.NewFramer(nil, &t.r)
+		t.fr.AllowIllegalReads = true
+	}
+	t.r.Reset(p)
+	if f, err := t.fr.ReadFrame(); err == nil {
+		t.trace(Sent, f)
+	}
+	return t.w.Write(p)
+}

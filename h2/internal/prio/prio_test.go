@@ -1,0 +1,178 @@
+package prio
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Priority
+		wantErr bool
+	}{
+		{"", Default, false},
+		{"u=0", Priority{0, false}, false},
+		{"u=7, i", Priority{7, true}, false},
+		{"i", Priority{3, true}, false},
+		{"i=?0", Priority{3, false}, false},
+		{"u=5,i=?1", Priority{5, true}, false},
+		{"u=8", Default, false},   // out of range: ignored
+		{"u=-1", Default, false},  // out of range: ignored
+		{"u=1.5", Default, false}, // wrong type: ignored
+		{"u=2, foo=\"bar\", x=(a b);q=1", Priority{2, false}, false},
+		{"u=2;p=:YWJj:, i", Priority{2, true}, false}, // parameters are skipped
+		{"u=1, u=4", Priority{4, false}, false},       // last wins
+		{"i=1", Default, false},                       // integer is not a boolean
+		{"U=1", Default, true},
+		{"u=1,", Default, true},
+		{"u=\"x", Default, true},
+		{"u=1 i", Default, true},
+		{"u=1234567890123456", Default, true},
+	}
+	for _, tc := range tests {
+		got, err := Parse(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Parse(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
+		}
+		if got != tc.want {
+			t.Errorf("Parse(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for u := uint8(0); u < 8; u++ {
+		for _, inc := range []bool{false, true} {
+			p := Priority{u, inc}
+			got, err := Parse(p.String())
+			if err != nil || got != p {
+				t.Errorf("Parse(%q) = %+v, %v; want %+v", p.String(), got, err, p)
+			}
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for u := uint8(0); u < 8; u++ {
+		f.Add(Priority{u, u%2 == 0}.String())
+	}
+	f.Add(`u=2, foo="b\"ar", x=(a b);q=1.5, y=:YWJj:, z=?1`)
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := Parse(s)
+		if err != nil {
+			if p != Default {
+				t.Fatalf("error with non-default priority %+v", p)
+			}
+			return
+		}
+		if p.Urgency > 7 {
+			t.Fatalf("urgency %d out of range for %q", p.Urgency, s)
+		}
+		if q, err := Parse(p.String()); err != nil || q != p {
+			t.Fatalf("re-parse of %q: %+v, %v", p.String(), q, err)
+		}
+	})
+}
+
+// serve runs n Next calls, removing a stream after its frames run out.
+func serve(s *Scheduler, frames map[uint32]int, n int) string {
+	var out []string
+	for i := 0; i < n; i++ {
+		id, ok := s.Next()
+		if !ok {
+			break
+		}
+		out = append(out, itoa(id))
+		frames[id]--
+		if frames[id] == 0 {
+			s.Remove(id)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func itoa(v uint32) string {
+	if v < 10 {
+		return string(rune('0' + v))
+	}
+	return itoa(v/10) + string(rune('0'+v%10))
+}
+
+func TestScheduler(t *testing.T) {
+	type add struct {
+		id uint32
+		p  Priority
+		n  int
+	}
+	tests := []struct {
+		name string
+		adds []add
+		want string
+	}{
+		{"urgency first", []add{{1, Priority{5, false}, 2}, {3, Priority{1, false}, 2}}, "3 3 1 1"},
+		{"non-incremental in id order", []add{{5, Default, 2}, {3, Default, 2}}, "3 3 5 5"},
+		{"incremental round robin", []add{{1, Priority{3, true}, 2}, {3, Priority{3, true}, 2}, {5, Priority{3, true}, 2}}, "1 3 5 1 3 5"},
+		{"non-incremental before incremental", []add{{1, Priority{3, true}, 2}, {3, Default, 1}}, "3 1 1"},
+		{"mixed urgencies", []add{{1, Priority{4, true}, 1}, {3, Priority{0, true}, 2}, {5, Priority{0, true}, 1}, {7, Priority{2, false}, 1}}, "3 5 3 7 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Scheduler
+			frames := map[uint32]int{}
+			for _, a := range tc.adds {
+				s.Add(a.id, a.p)
+				frames[a.id] = a.n
+			}
+			if got := serve(&s, frames, 100); got != tc.want {
+				t.Fatalf("order %q, want %q", got, tc.want)
+			}
+			if s.Len() != 0 {
+				t.Fatalf("Len = %d after draining", s.Len())
+			}
+		})
+	}
+}
+
+func TestSchedulerUpdateAndRemove(t *testing.T) {
+	var s Scheduler
+	s.Add(1, Default)
+	s.Add(3, Default)
+	s.Add(1, Priority{0, false}) // already ready: ignored
+	s.Update(3, Priority{0, false})
+	if id, _ := s.Next(); id != 3 {
+		t.Fatalf("Next = %d after raising 3, want 3", id)
+	}
+	s.Update(9, Priority{0, false}) // not ready: ignored
+	if s.Has(9) {
+		t.Fatal("Update added a stream that was not ready")
+	}
+	s.Remove(3)
+	s.Remove(3)
+	if id, ok := s.Next(); !ok || id != 1 {
+		t.Fatalf("Next = %d, %v; want 1", id, ok)
+	}
+	s.Add(5, Priority{3, true})
+	s.Add(7, Priority{3, true})
+	s.Next() // serves 1 (non-incremental first)
+	s.Remove(1)
+	a, _ := s.Next()
+	s.Remove(a)
+	b, _ := s.Next()
+	if a == b {
+		t.Fatalf("removed stream %d served again", a)
+	}
+}
+
+func BenchmarkSchedulerNext(b *testing.B) {
+	var s Scheduler
+	for id := uint32(1); id < 200; id += 2 {
+		s.Add(id, Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		id, _ := s.Next()
+		s.Remove(id)
+		s.Add(id, Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
+	}
+}

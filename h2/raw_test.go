@@ -1,0 +1,137 @@
+package h2
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// rawClient speaks HTTP/2 frame by frame with x/net's Framer, to drive the
+// server into corners a well-behaved client never reaches.
+type rawClient struct {
+	t    testing.TB
+	nc   net.Conn
+	fr   *http2.Framer
+	hbuf bytes.Buffer
+	enc  *hpack.Encoder
+}
+
+func dialRaw(t testing.TB, addr string, settings ...http2.Setting) *rawClient {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	rc := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	rc.enc = hpack.NewEncoder(&rc.hbuf)
+	rc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.fr.WriteSettings(settings...); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// block encodes a request header block for path.
+func (rc *rawClient) block(path string, extra ...hpack.HeaderField) []byte {
+	rc.hbuf.Reset()
+	for _, f := range append([]hpack.HeaderField{
+		{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"},
+		{Name: ":authority", Value: "localhost"}, {Name: ":path", Value: path},
+	}, extra...) {
+		rc.enc.WriteField(f)
+	}
+	return append([]byte(nil), rc.hbuf.Bytes()...)
+}
+
+func (rc *rawClient) request(id uint32, path string, end bool) {
+	rc.t.Helper()
+	if err := rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: rc.block(path), EndStream: end, EndHeaders: true}); err != nil {
+		rc.t.Fatalf("writing HEADERS on stream %d: %v", id, err)
+	}
+}
+
+// readUntil reads frames until match returns true, the connection ends, or
+// the timeout passes; it returns the matching frame or nil.
+func (rc *rawClient) readUntil(timeout time.Duration, match func(http2.Frame) bool) http2.Frame {
+	f, _ := rc.readFrameUntil(timeout, match)
+	return f
+}
+
+// readFrameUntil is readUntil also returning the read error that ended it.
+func (rc *rawClient) readFrameUntil(timeout time.Duration, match func(http2.Frame) bool) (http2.Frame, error) {
+	rc.nc.SetReadDeadline(time.Now().Add(timeout))
+	defer rc.nc.SetReadDeadline(time.Time{})
+	for {
+		f, err := rc.fr.ReadFrame()
+		if err != nil {
+			return nil, err
+		}
+		if match(f) {
+			return f, nil
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+func isGoAway(code http2.ErrCode) func(http2.Frame) bool {
+	return func(f http2.Frame) bool {
+		ga, ok := f.(*http2.GoAwayFrame)
+		return ok && ga.ErrCode == code
+	}
+}
+
+func isRST(id uint32, code http2.ErrCode) func(http2.Frame) bool {
+	return func(f http2.Frame) bool {
+		r, ok := f.(*http2.RSTStreamFrame)
+		return ok && r.StreamID == id && r.ErrCode == code
+	}
+}
+
+func isStatus(id uint32, status string) func(http2.Frame) bool {
+	return func(f http2.Frame) bool {
+		h, ok := f.(*http2.MetaHeadersFrame)
+		return ok && h.StreamID == id && h.PseudoValue("status") == status
+	}
+}
+
+// TestUnreadRequestBody: a response sent before the request body ended
+// leaves the stream half-closed (local). The client's frames on it are still
+// checked, and more body is stopped with RST_STREAM(NO_ERROR) (RFC 9113 §8.1).
+func TestUnreadRequestBody(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "done") })
+	ts := startServer(t, ok, Config{}, false)
+
+	rc := dialRaw(t, ts.addr)
+	rc.request(1, "/", false)
+	rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		d, isData := f.(*http2.DataFrame)
+		return isData && d.StreamID == 1 && d.StreamEnded()
+	})
+	if err := rc.fr.WriteData(1, false, []byte("more body")); err != nil {
+		t.Fatal(err)
+	}
+	rc.readUntil(5*time.Second, isRST(1, http2.ErrCodeNo))
+
+	rc.request(3, "/", false)
+	rc.readUntil(5*time.Second, isStatus(3, "200"))
+	for range 2 {
+		if err := rc.fr.WriteWindowUpdate(3, 1<<31-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.readUntil(5*time.Second, isRST(3, http2.ErrCodeFlowControl))
+}

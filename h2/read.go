@@ -1,0 +1,372 @@
+package h2
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shunt-net/shunt/h2/internal/prio"
+	"golang.org/x/net/http2"
+)
+
+// readLoop reads and dispatches frames until the connection ends. It owns the
+// read-side Framer and the HPACK decoder.
+func (c *Conn) readLoop() {
+	for {
+		f, err := c.rfr.ReadFrame()
+		if err != nil {
+			if !c.readError(err) {
+				break
+			}
+			continue
+		}
+		if c.cfg.Trace != nil {
+			c.cfg.Trace(Recv, f)
+		}
+		if uf, ok := f.(*http2.UnknownFrame); ok {
+			if c.hb.active {
+				c.fail(connError{http2.ErrCodeProtocol, "frame inside a header block"})
+				break
+			}
+			if c.cfg.OnExtensionFrame != nil {
+				c.cfg.OnExtensionFrame(c, uf)
+			}
+			continue
+		}
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			break
+		}
+		err = c.processLocked(f)
+		c.handleErrLocked(err)
+		stop := c.closing
+		deferred := c.deferred
+		c.deferred = nil
+		c.mu.Unlock()
+		for _, fn := range deferred {
+			fn()
+		}
+		if stop {
+			break
+		}
+	}
+	// Discard whatever the peer still sends until it closes or the drain
+	// deadline set by the writer passes, then tear down.
+	io.Copy(io.Discard, c.br)
+	c.close(io.EOF)
+}
+
+// readError handles a Framer error; it reports whether reading can go on.
+func (c *Conn) readError(err error) bool {
+	var se http2.StreamError
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &se):
+		c.mu.Lock()
+		c.handleErrLocked(streamError{se.StreamID, se.Code, fmt.Sprint(se.Cause)})
+		stop := c.closing
+		c.mu.Unlock()
+		return !stop
+	case errors.As(err, &ce):
+		reason := "malformed frame"
+		if d := c.rfr.ErrorDetail(); d != nil {
+			reason = d.Error()
+		}
+		c.fail(connError{http2.ErrCode(ce), reason})
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		c.fail(connError{http2.ErrCodeFrameSize, err.Error()})
+	default:
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+	}
+	return false
+}
+
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	c.failLocked(err)
+	c.mu.Unlock()
+}
+
+func (c *Conn) handleErrLocked(err error) {
+	if err == nil {
+		return
+	}
+	var se streamError
+	if errors.As(err, &se) {
+		c.resetStreamLocked(se.StreamID, se.Code)
+		return
+	}
+	c.failLocked(err)
+}
+
+// processLocked dispatches one frame. It returns a connError or streamError.
+func (c *Conn) processLocked(f http2.Frame) error {
+	if !c.peer.gotFirst {
+		if _, ok := f.(*http2.SettingsFrame); !ok {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("first frame is %v, not SETTINGS", f.Header().Type)}
+		}
+	}
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.HeadersFrame:
+		return c.onHeadersFrame(f)
+	case *http2.ContinuationFrame:
+		return c.onContinuation(f)
+	case *http2.SettingsFrame:
+		return c.onSettings(f)
+	case *http2.PingFrame:
+		return c.onPing(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.RSTStreamFrame:
+		return c.onRSTStream(f)
+	case *http2.GoAwayFrame:
+		return c.onGoAway(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			return streamError{f.StreamID, http2.ErrCodeProtocol, "stream depends on itself"}
+		}
+		return nil // RFC 7540 priorities are replaced by RFC 9218 (we announce NO_RFC7540_PRIORITIES)
+	case *http2.PriorityUpdateFrame:
+		return c.onPriorityUpdate(f)
+	case *http2.PushPromiseFrame:
+		// Servers never receive it; our client disables push.
+		return connError{http2.ErrCodeProtocol, "PUSH_PROMISE received but push is not enabled"}
+	}
+	return nil
+}
+
+// idleLocked reports whether id names a stream that was never opened.
+func (c *Conn) idleLocked(id uint32) bool {
+	if c.isOurs(id) {
+		return id >= c.nextStreamID
+	}
+	return id > c.peerMaxStream
+}
+
+// isOurs reports whether we initiate streams with this ID's parity.
+func (c *Conn) isOurs(id uint32) bool { return (id%2 == 1) == c.client }
+
+func (c *Conn) onData(f *http2.DataFrame) error {
+	id := f.StreamID
+	n := f.Length // flow control counts padding too
+	if !c.recvWin.Receive(n) {
+		return connError{http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds connection window %d", n, c.recvWin.Avail())}
+	}
+	st := c.streams[id]
+	if st == nil || (st.state != stateOpen && st.state != stateHalfClosedLocal) {
+		c.consumedLocked(nil, int(n))
+		if st == nil && c.idleLocked(id) {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on idle stream %d", id)}
+		}
+		return streamError{id, http2.ErrCodeStreamClosed, "DATA on closed stream"}
+	}
+	if !st.recvWin.Receive(n) {
+		c.consumedLocked(nil, int(n))
+		return streamError{id, http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds stream window", n)}
+	}
+	data := f.Data()
+	if pad := int(n) - len(data); pad > 0 {
+		c.consumedLocked(st, pad)
+	}
+	st.gotLen += int64(len(data))
+	if st.declLen >= 0 && st.gotLen > st.declLen {
+		return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("DATA exceeds content-length %d", st.declLen)}
+	}
+	if len(data) > 0 {
+		if st.recv.closed {
+			c.consumedLocked(nil, len(data))
+		} else {
+			st.recv.q.Write(data)
+			st.recvCond.Broadcast()
+		}
+	}
+	if st.recv.closed && !st.ours && st.state == stateHalfClosedLocal && !f.StreamEnded() {
+		// The response is complete and nobody reads the request body: ask
+		// the client to stop sending it (RFC 9113 §8.1).
+		c.resetStreamLocked(id, http2.ErrCodeNo)
+		return nil
+	}
+	if f.StreamEnded() {
+		if st.declLen >= 0 && st.gotLen != st.declLen {
+			return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("body of %d bytes, content-length %d", st.gotLen, st.declLen)}
+		}
+		c.remoteClosedLocked(st)
+	}
+	return nil
+}
+
+func (c *Conn) onSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		if len(c.unacked) == 0 {
+			return connError{http2.ErrCodeProtocol, "SETTINGS ACK without outstanding SETTINGS"}
+		}
+		next := c.unacked[0]
+		c.unacked = c.unacked[1:]
+		if delta := int64(next) - int64(c.ourInitial); delta != 0 {
+			c.ourInitial = next
+			for _, st := range c.streams {
+				st.recvWin.Shift(delta)
+			}
+		}
+		return nil
+	}
+	if err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
+				return connError{http2.ErrCode(ce), fmt.Sprintf("invalid setting %v", s)}
+			}
+			return err
+		}
+		return c.applySettingLocked(s)
+	}); err != nil {
+		return err
+	}
+	c.peer.gotFirst = true
+	c.queueControlLocked(wframe{kind: wSettingsAck})
+	c.slotWait.Broadcast()
+	return nil
+}
+
+func (c *Conn) applySettingLocked(s http2.Setting) error {
+	if c.peer.raw == nil {
+		c.peer.raw = make(map[http2.SettingID]uint32)
+	}
+	c.peer.raw[s.ID] = s.Val
+	switch s.ID {
+	case http2.SettingHeaderTableSize:
+		c.encTableSize = min(s.Val, 64<<10) // bound our encoder's memory
+		c.encTableChanged = true
+	case http2.SettingEnablePush:
+		if c.client && s.Val != 0 {
+			return connError{http2.ErrCodeProtocol, "server sent SETTINGS_ENABLE_PUSH=1"}
+		}
+		c.peer.enablePush = s.Val == 1
+	case http2.SettingMaxConcurrentStreams:
+		c.peer.maxStreams = s.Val
+	case http2.SettingInitialWindowSize:
+		delta := int64(s.Val) - int64(c.peer.initialWindow)
+		c.peer.initialWindow = s.Val
+		for _, st := range c.streams {
+			if !st.sendWin.Shift(delta) {
+				return connError{http2.ErrCodeFlowControl, fmt.Sprintf("SETTINGS_INITIAL_WINDOW_SIZE %d overflows stream %d window", s.Val, st.id)}
+			}
+			c.scheduleLocked(st)
+		}
+	case http2.SettingMaxFrameSize:
+		c.peer.maxFrameSize = s.Val
+	case http2.SettingMaxHeaderListSize:
+		c.peer.maxHeaderList = s.Val
+	case settingsNoRFC7540Prio:
+		if s.Val > 1 {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("SETTINGS_NO_RFC7540_PRIORITIES=%d", s.Val)}
+		}
+		c.peer.noRFC7540Prio = s.Val == 1
+	}
+	return nil
+}
+
+func (c *Conn) onPing(f *http2.PingFrame) error {
+	if !f.IsAck() {
+		c.queueControlLocked(wframe{kind: wPingAck, ping: f.Data})
+		return nil
+	}
+	if ch, ok := c.pings[f.Data]; ok {
+		delete(c.pings, f.Data)
+		ch <- time.Now()
+	}
+	return nil
+}
+
+func (c *Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.StreamID == 0 {
+		if !c.sendWin.Add(f.Increment) {
+			return connError{http2.ErrCodeFlowControl, fmt.Sprintf("WINDOW_UPDATE %d overflows connection window", f.Increment)}
+		}
+		if c.connBlocked && c.sendWin.Avail() > 0 {
+			c.connBlocked = false
+			c.wcond.Signal()
+		}
+		return nil
+	}
+	st := c.streams[f.StreamID]
+	if st == nil {
+		if c.idleLocked(f.StreamID) {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("WINDOW_UPDATE on idle stream %d", f.StreamID)}
+		}
+		return nil
+	}
+	if !st.sendWin.Add(f.Increment) {
+		return streamError{f.StreamID, http2.ErrCodeFlowControl, fmt.Sprintf("WINDOW_UPDATE %d overflows stream window", f.Increment)}
+	}
+	c.scheduleLocked(st)
+	return nil
+}
+
+func (c *Conn) onRSTStream(f *http2.RSTStreamFrame) error {
+	st := c.streams[f.StreamID]
+	if st == nil {
+		if c.idleLocked(f.StreamID) {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("RST_STREAM on idle stream %d", f.StreamID)}
+		}
+		return nil
+	}
+	if !c.client && !st.ours && !st.send.endSent && !c.resets.allow(time.Now()) {
+		c.closeStreamLocked(st, StreamResetError{StreamID: st.id, Code: f.ErrCode, Remote: true})
+		return connError{http2.ErrCodeEnhanceYourCalm, "too many stream resets"}
+	}
+	err := StreamResetError{StreamID: st.id, Code: f.ErrCode, Remote: true}
+	if c.client && f.ErrCode == http2.ErrCodeRefusedStream {
+		c.closeStreamLocked(st, retryableError{err})
+		return nil
+	}
+	c.closeStreamLocked(st, err)
+	return nil
+}
+
+func (c *Conn) onGoAway(f *http2.GoAwayFrame) error {
+	ga := &GoAwayError{LastStreamID: f.LastStreamID, Code: f.ErrCode, Debug: string(f.DebugData())}
+	c.goAwayRecv = ga
+	for id, st := range c.streams {
+		if st.ours && id > f.LastStreamID {
+			c.closeStreamLocked(st, retryableError{ga})
+		}
+	}
+	c.slotWait.Broadcast()
+	c.maybeFinishLocked()
+	return nil
+}
+
+func (c *Conn) onPriorityUpdate(f *http2.PriorityUpdateFrame) error {
+	if c.client {
+		return nil
+	}
+	id := f.PrioritizedStreamID
+	if id%2 == 0 {
+		return connError{http2.ErrCodeProtocol, fmt.Sprintf("PRIORITY_UPDATE for push stream %d", id)}
+	}
+	p, err := prio.Parse(f.Priority)
+	if err != nil {
+		return nil // an unparsable value is ignored (RFC 9218 7.1)
+	}
+	if st := c.streams[id]; st != nil {
+		st.prio = p
+		c.sched.Update(id, p)
+		return nil
+	}
+	if c.idleLocked(id) && len(c.pendingPrio) < int(c.cfg.MaxConcurrentStreams) {
+		if c.pendingPrio == nil {
+			c.pendingPrio = make(map[uint32]prio.Priority)
+		}
+		c.pendingPrio[id] = p
+	}
+	return nil
+}

@@ -1,0 +1,297 @@
+package h2
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// responseWriter is the http.ResponseWriter of one server stream. The body
+// goes straight into the stream's send queue; HEADERS wait until the handler
+// flushes, writes more than startSendThreshold, or returns, so small
+// responses get a Content-Length and travel as HEADERS plus one DATA frame.
+type responseWriter struct {
+	c   *Conn
+	st  *stream
+	req *http.Request
+
+	header        http.Header
+	status        int
+	wroteHeader   bool // status decided
+	sentHeader    bool // HEADERS queued
+	contentLength int64
+	written       int64
+	isHead        bool
+	trailerKeys   []string
+}
+
+var (
+	_ http.Flusher = (*responseWriter)(nil)
+	_ http.Pusher  = (*responseWriter)(nil)
+)
+
+func (w *responseWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = make(http.Header)
+	}
+	return w.header
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("h2: invalid WriteHeader code %v", code))
+	}
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.sendInformational(code)
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	h := w.Header()
+	if cl := h.Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
+			w.contentLength = n
+		} else {
+			h.Del("Content-Length")
+		}
+	}
+	for _, v := range h["Trailer"] {
+		w.trailerKeys = append(w.trailerKeys, splitComma(v)...)
+	}
+}
+
+func (w *responseWriter) sendInformational(code int) {
+	fields := []hpack.HeaderField{{Name: ":status", Value: statusText(code)}}
+	fields = appendHeaderFields(fields, w.header, nil)
+	w.c.mu.Lock()
+	if w.st.state != stateClosed {
+		w.c.queueLocked(wframe{kind: wHeaders, id: w.st.id, fields: fields})
+	}
+	w.c.mu.Unlock()
+}
+
+func bodyAllowed(status int) bool {
+	return !(status >= 100 && status < 200 || status == http.StatusNoContent || status == http.StatusNotModified)
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !bodyAllowed(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.isHead {
+		return len(p), nil
+	}
+	if !w.sentHeader && w.written > startSendThreshold {
+		if err := w.sendHeaders(false); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.c.writeBody(w.st, p, false); err != nil {
+		return 0, w.writeErr(err)
+	}
+	return len(p), nil
+}
+
+func (w *responseWriter) WriteString(s string) (int, error) {
+	return w.Write([]byte(s))
+}
+
+// writeErr turns a stream failure into what a handler expects.
+func (w *responseWriter) writeErr(err error) error {
+	if errors.Is(err, errStreamDone) {
+		return http.ErrHandlerTimeout
+	}
+	return err
+}
+
+// Flush sends the headers and everything written so far.
+func (w *responseWriter) Flush() {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.sentHeader {
+		w.sendHeaders(false)
+	}
+	w.c.mu.Lock()
+	w.c.releaseLocked(w.st)
+	w.c.mu.Unlock()
+}
+
+// FlushError is Flush reporting whether the stream can still carry data.
+func (w *responseWriter) FlushError() error {
+	w.Flush()
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if err := w.st.send.err; err != nil {
+		return w.writeErr(err)
+	}
+	return nil
+}
+
+// sendHeaders queues the response HEADERS; end means the response has no body.
+func (w *responseWriter) sendHeaders(end bool) error {
+	w.sentHeader = true
+	h := w.header
+	fields := make([]hpack.HeaderField, 0, 2+len(h))
+	fields = append(fields, hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
+	fields = appendHeaderFields(fields, h, func(name string) bool {
+		return strings.HasPrefix(name, strings.ToLower(http.TrailerPrefix))
+	})
+	c, st := w.c, w.st
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := h["Content-Type"]; !ok && bodyAllowed(w.status) && st.send.q.Len() > 0 {
+		var head [512]byte
+		fields = append(fields, hpack.HeaderField{Name: "content-type", Value: http.DetectContentType(head[:st.send.q.Head(head[:])])})
+	}
+	if st.send.err != nil {
+		return w.writeErr(st.send.err)
+	}
+	if st.state == stateReservedLocal {
+		st.state = stateHalfClosedRemote
+	}
+	st.send.headers = true
+	c.queueLocked(wframe{kind: wHeaders, id: st.id, end: end, fields: fields})
+	if end {
+		st.send.end, st.send.endSent = true, true
+		c.localClosedLocked(st)
+		return nil
+	}
+	c.scheduleLocked(st)
+	return nil
+}
+
+// finish completes the response after the handler returned.
+func (w *responseWriter) finish() {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	trailers := w.trailers()
+	if !w.sentHeader {
+		if w.contentLength < 0 && bodyAllowed(w.status) && trailers == nil && (w.written > 0 || !w.isHead) {
+			w.Header().Set("Content-Length", strconv.FormatInt(w.written, 10))
+		}
+		if w.sendHeaders(w.isHead || w.written == 0 && trailers == nil) != nil {
+			return
+		}
+		if w.isHead || w.written == 0 && trailers == nil {
+			return
+		}
+	}
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.contentLength >= 0 && w.written < w.contentLength && !w.isHead {
+		// The handler promised more than it wrote; do not pass a truncated
+		// body off as complete.
+		c.resetStreamLocked(w.st.id, http2.ErrCodeInternal)
+		return
+	}
+	c.endSendLocked(w.st, trailers)
+}
+
+// trailers collects the declared and TrailerPrefix trailers.
+func (w *responseWriter) trailers() []hpack.HeaderField {
+	var fields []hpack.HeaderField
+	for _, k := range w.trailerKeys {
+		for _, v := range w.header[http.CanonicalHeaderKey(k)] {
+			fields = append(fields, hpack.HeaderField{Name: strings.ToLower(k), Value: v})
+		}
+	}
+	for k, vv := range w.header {
+		if rest, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			for _, v := range vv {
+				fields = append(fields, hpack.HeaderField{Name: strings.ToLower(rest), Value: v})
+			}
+		}
+	}
+	var ok []hpack.HeaderField
+	cl := int64(-1)
+	for _, f := range fields {
+		if validFieldName(f.Name) && checkRegularField(f, &cl) == nil && f.Name != "content-length" {
+			ok = append(ok, f)
+		}
+	}
+	return ok
+}
+
+// Push implements http.Pusher with PUSH_PROMISE (RFC 9113 8.4), when the
+// client allows it.
+func (w *responseWriter) Push(target string, opts *http.PushOptions) error {
+	if opts == nil {
+		opts = &http.PushOptions{}
+	}
+	method := opts.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		return fmt.Errorf("h2: push method %q is not safe and cacheable", method)
+	}
+	u, err := url.Parse(target)
+	if err != nil || u.Path == "" || u.Host != "" && u.Host != w.req.Host || !strings.HasPrefix(u.RequestURI(), "/") {
+		return fmt.Errorf("h2: push target %q is not a path on %s", target, w.req.Host)
+	}
+	scheme := "http"
+	if w.req.TLS != nil {
+		scheme = "https"
+	}
+	fields := []hpack.HeaderField{
+		{Name: ":method", Value: method},
+		{Name: ":scheme", Value: scheme},
+		{Name: ":authority", Value: w.req.Host},
+		{Name: ":path", Value: u.RequestURI()},
+	}
+	fields = appendHeaderFields(fields, opts.Header, func(name string) bool { return name == "host" || name == "content-length" })
+	rh, err := parseRequestFields(fields)
+	if err != nil {
+		return fmt.Errorf("h2: push of %q: %w", target, err)
+	}
+
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.peer.enablePush:
+		return http.ErrNotSupported
+	case c.closing || c.goAwayRecv != nil || c.goAwaySent:
+		return fmt.Errorf("h2: push of %q: connection is going away", target)
+	case c.activeOurs >= int(c.peer.maxStreams):
+		return fmt.Errorf("h2: push of %q: peer allows %d concurrent pushed streams", target, c.peer.maxStreams)
+	case w.st.state == stateClosed || w.st.send.endSent:
+		return fmt.Errorf("h2: push of %q: parent stream %d is closed", target, w.st.id)
+	case c.nextStreamID > 1<<31-1:
+		return fmt.Errorf("h2: push of %q: stream IDs exhausted", target)
+	}
+	id := c.nextStreamID
+	c.nextStreamID += 2
+	pst := c.newStream(id, true)
+	pst.state = stateReservedLocal
+	pst.recv.err = io.EOF
+	c.queueLocked(wframe{kind: wPushPromise, id: w.st.id, val: id, fields: fields})
+	req, err := c.newRequest(pst, rh, fields, false)
+	if err != nil {
+		c.resetStreamLocked(id, http2.ErrCodeInternal)
+		return err
+	}
+	c.handlers++
+	go c.runHandler(pst, req)
+	return nil
+}

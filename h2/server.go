@@ -1,0 +1,403 @@
+package h2
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/h2/internal/prio"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Upgrade carries an HTTP/1.1 request that asked to switch to h2c (RFC 7540 3.2).
+// The 101 response has already been written; Request becomes stream 1.
+type Upgrade struct {
+	Request  *http.Request
+	Settings []byte // the decoded HTTP2-Settings header: a SETTINGS payload
+}
+
+// Server serves HTTP/2 connections with an http.Handler.
+type Server struct {
+	Handler http.Handler
+	Config  Config
+
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	shutdown bool
+}
+
+// ErrServerClosed is returned by ServeConn after Shutdown.
+var ErrServerClosed = errors.New("h2: server closed")
+
+type contextKey struct{ name string }
+
+var (
+	streamContextKey = &contextKey{"h2-stream"}
+	// ConnContextKey holds the *Conn serving a request in its context.
+	ConnContextKey = &contextKey{"h2-conn"}
+)
+
+// ServeConn serves one connection that is already past TLS/ALPN, or is h2c.
+// It blocks until the connection ends. up is nil unless h2c Upgrade.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error {
+	c := newConn(nc, s.Config, false, ctx)
+	c.srv = s
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		nc.Close()
+		return ErrServerClosed
+	}
+	if s.conns == nil {
+		s.conns = make(map[*Conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+
+	if err := c.readPreface(); err != nil {
+		c.close(err)
+		return err
+	}
+	c.initialSettings()
+	if c.cfg.IdleTimeout > 0 {
+		c.idleTimer = time.AfterFunc(c.cfg.IdleTimeout, c.GoAway)
+	}
+	if up != nil {
+		if err := c.startUpgrade(up); err != nil {
+			c.close(err)
+			return err
+		}
+	}
+	go c.writeLoop()
+	if c.cfg.PingInterval > 0 {
+		go c.pingLoop()
+	}
+	stop := context.AfterFunc(ctx, c.GoAway)
+	defer stop()
+	c.readLoop()
+	<-c.writerEnd
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (c *Conn) readPreface() error {
+	c.nc.SetReadDeadline(time.Now().Add(prefaceTimeout))
+	defer c.nc.SetReadDeadline(time.Time{})
+	buf := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c.br, buf); err != nil {
+		return fmt.Errorf("h2: reading client preface from %v: %w", c.nc.RemoteAddr(), err)
+	}
+	if string(buf) != http2.ClientPreface {
+		// Best effort: tell the peer why before hanging up.
+		fr := http2.NewFramer(c.nc, nil)
+		fr.WriteGoAway(0, http2.ErrCodeProtocol, []byte("invalid connection preface"))
+		return fmt.Errorf("h2: invalid client preface %q from %v", buf, c.nc.RemoteAddr())
+	}
+	return nil
+}
+
+// startUpgrade applies the HTTP2-Settings of an h2c upgrade and turns the
+// HTTP/1.1 request into stream 1, half-closed (remote).
+func (c *Conn) startUpgrade(up *Upgrade) error {
+	settings, err := ParseSettingsPayload(up.Settings)
+	if err != nil {
+		return fmt.Errorf("h2: HTTP2-Settings: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range settings {
+		if err := c.applySettingLocked(s); err != nil {
+			return err
+		}
+	}
+	c.peerMaxStream = 1
+	st := c.newStream(1, false)
+	st.state = stateHalfClosedRemote
+	st.recv.err = io.EOF
+	req := up.Request
+	body := req.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, streamContextKey, st))
+	st.ctx, st.cancel = ctx, cancel
+	r := req.WithContext(context.WithValue(ctx, ConnContextKey, c))
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+	r.Body = body
+	c.handlers++
+	go c.runHandler(st, r)
+	return nil
+}
+
+// Shutdown sends GOAWAY on every connection and waits for them to drain.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutdown = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.GoAway()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			for _, c := range conns {
+				c.close(ctx.Err())
+			}
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// onRequestHeaders handles a complete header block on the server: a new
+// request or trailers.
+func (c *Conn) onRequestHeaders() error {
+	hb := &c.hb
+	id := hb.id
+	if id%2 == 0 {
+		return connError{http2.ErrCodeProtocol, fmt.Sprintf("client opened even stream %d", id)}
+	}
+	if st := c.streams[id]; st != nil {
+		if st.state != stateOpen && st.state != stateHalfClosedLocal {
+			return streamError{id, http2.ErrCodeStreamClosed, "HEADERS after END_STREAM"}
+		}
+		return c.onTrailers(st)
+	}
+	if id <= c.peerMaxStream {
+		return connError{http2.ErrCodeStreamClosed, fmt.Sprintf("HEADERS on closed stream %d", id)}
+	}
+	c.peerMaxStream = id
+	if hb.selfDep {
+		return streamError{id, http2.ErrCodeProtocol, "stream depends on itself"}
+	}
+	if c.goAwaySent {
+		return nil // above the last stream we promised to process
+	}
+	if hb.bad != "" {
+		return streamError{id, http2.ErrCodeProtocol, hb.bad}
+	}
+	rh, err := parseRequestFields(hb.fields)
+	if err != nil && !hb.tooLarge {
+		return streamError{id, http2.ErrCodeProtocol, err.Error()}
+	}
+	if c.activePeer >= int(c.cfg.MaxConcurrentStreams) || c.handlers >= 2*int(c.cfg.MaxConcurrentStreams) {
+		return streamError{id, http2.ErrCodeRefusedStream, "too many concurrent streams"}
+	}
+	st := c.newStream(id, false)
+	st.declLen = rh.contentLength
+	if p, ok := c.pendingPrio[id]; ok {
+		st.prio = p
+		delete(c.pendingPrio, id)
+	}
+	if hb.tooLarge {
+		st.recv.closed = true
+		c.respondLocked(st, http.StatusRequestHeaderFieldsTooLarge)
+		if hb.end {
+			c.remoteClosedLocked(st)
+		}
+		return nil
+	}
+	req, err := c.newRequest(st, rh, hb.fields, !hb.end)
+	if err != nil {
+		c.closeStreamLocked(st, err)
+		return streamError{id, http2.ErrCodeProtocol, err.Error()}
+	}
+	if hb.end {
+		if rh.contentLength > 0 {
+			c.closeStreamLocked(st, nil)
+			return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("content-length %d with empty body", rh.contentLength)}
+		}
+		c.remoteClosedLocked(st)
+	}
+	c.handlers++
+	go c.runHandler(st, req)
+	return nil
+}
+
+// onTrailers handles a second header block on an open stream.
+func (c *Conn) onTrailers(st *stream) error {
+	hb := &c.hb
+	if !hb.end {
+		return streamError{st.id, http2.ErrCodeProtocol, "trailers without END_STREAM"}
+	}
+	if hb.bad != "" {
+		return streamError{st.id, http2.ErrCodeProtocol, hb.bad}
+	}
+	if err := parseTrailerFields(hb.fields); err != nil {
+		return streamError{st.id, http2.ErrCodeProtocol, err.Error()}
+	}
+	if st.declLen >= 0 && st.gotLen != st.declLen {
+		return streamError{st.id, http2.ErrCodeProtocol, fmt.Sprintf("body of %d bytes, content-length %d", st.gotLen, st.declLen)}
+	}
+	st.recv.trailers = append([]hpack.HeaderField(nil), hb.fields...)
+	c.remoteClosedLocked(st)
+	return nil
+}
+
+// respondLocked answers a stream with a bodiless status, bypassing handlers.
+func (c *Conn) respondLocked(st *stream, status int) {
+	st.send.headers, st.send.end, st.send.endSent = true, true, true
+	c.queueLocked(wframe{kind: wHeaders, id: st.id, end: true, fields: []hpack.HeaderField{{Name: ":status", Value: statusText(status)}}})
+	c.localClosedLocked(st)
+}
+
+func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField, hasBody bool) (*http.Request, error) {
+	var u *url.URL
+	var err error
+	switch {
+	case rh.method == http.MethodConnect:
+		u = &url.URL{Host: rh.authority}
+	case rh.path == "*" && rh.method == http.MethodOptions:
+		u = &url.URL{Path: "*"}
+	default:
+		if u, err = url.ParseRequestURI(rh.path); err != nil {
+			return nil, fmt.Errorf(":path %q: %v", rh.path, err)
+		}
+	}
+	header := fieldsToHeader(fields)
+	host := rh.authority
+	if host == "" {
+		host = header.Get("Host")
+	}
+	if p, ok := header["Priority"]; ok && len(p) > 0 {
+		if pr, err := prio.Parse(p[0]); err == nil {
+			st.prio = pr
+		}
+	}
+	var body io.ReadCloser = http.NoBody
+	var rb *requestBody
+	if hasBody {
+		rb = &requestBody{c: c, st: st}
+		body = rb
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, streamContextKey, st))
+	st.ctx, st.cancel = ctx, cancel
+	req := &http.Request{
+		Method:        rh.method,
+		URL:           u,
+		Proto:         "HTTP/2.0",
+		ProtoMajor:    2,
+		Header:        header,
+		Body:          body,
+		ContentLength: rh.contentLength,
+		Host:          host,
+		RemoteAddr:    c.nc.RemoteAddr().String(),
+		RequestURI:    rh.path,
+	}
+	if !hasBody {
+		req.ContentLength = 0
+	}
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		cs := tc.ConnectionState()
+		req.TLS = &cs
+	}
+	if tr := header["Trailer"]; len(tr) > 0 {
+		req.Trailer = make(http.Header)
+		for _, v := range tr {
+			for _, k := range splitComma(v) {
+				req.Trailer[canonicalKey(lowerKey(k))] = nil
+			}
+		}
+	}
+	req = req.WithContext(context.WithValue(ctx, ConnContextKey, c))
+	if rb != nil {
+		rb.req = req
+	}
+	return req, nil
+}
+
+// runHandler runs the application's handler for one stream.
+func (c *Conn) runHandler(st *stream, req *http.Request) {
+	rw := &responseWriter{c: c, st: st, req: req, status: 0, contentLength: -1}
+	rw.isHead = req.Method == http.MethodHead
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				buf := make([]byte, 8<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				log.Printf("h2: panic serving %v %s: %v\n%s", c.nc.RemoteAddr(), req.URL, p, buf)
+			}
+			c.mu.Lock()
+			c.resetStreamLocked(st.id, http2.ErrCodeInternal)
+			c.mu.Unlock()
+		} else {
+			rw.finish()
+		}
+		c.mu.Lock()
+		c.handlers--
+		c.mu.Unlock()
+		st.cancel()
+		if b, ok := req.Body.(*requestBody); ok {
+			b.Close()
+		}
+	}()
+	h := c.srv.Handler
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	h.ServeHTTP(rw, req)
+}
+
+// requestBody is a server request body: reads drain the stream's receive
+// queue and hand the bytes back to flow control.
+type requestBody struct {
+	c   *Conn
+	st  *stream
+	req *http.Request
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.c.readBody(b.st, p)
+	if err == io.EOF && b.req != nil {
+		b.c.takeTrailers(b.st, &b.req.Trailer)
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error {
+	b.c.closeBody(b.st, http2.ErrCodeNo)
+	return nil
+}
+
+// takeTrailers moves received trailers into *dst once the body hit EOF.
+func (c *Conn) takeTrailers(st *stream, dst *http.Header) {
+	c.mu.Lock()
+	tr := st.recv.trailers
+	st.recv.trailers = nil
+	c.mu.Unlock()
+	if tr == nil {
+		return
+	}
+	if *dst == nil {
+		*dst = make(http.Header, len(tr))
+	}
+	for k, v := range fieldsToHeader(tr) {
+		(*dst)[k] = v
+	}
+}

@@ -1,0 +1,312 @@
+package h2
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+
+	"github.com/shunt-net/shunt/h2/internal/flow"
+	"github.com/shunt-net/shunt/h2/internal/prio"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// streamState is the RFC 9113 5.1 state of a stream.
+type streamState uint8
+
+const (
+	stateIdle streamState = iota
+	stateReservedLocal
+	stateOpen
+	stateHalfClosedLocal
+	stateHalfClosedRemote
+	stateClosed
+)
+
+// stream is one HTTP/2 stream; its fields are guarded by Conn.mu.
+type stream struct {
+	c     *Conn
+	id    uint32
+	state streamState
+	ours  bool // we initiated it (client request or server push)
+	prio  prio.Priority
+
+	send     sendSide
+	sendWin  flow.Send
+	sendCond sync.Cond // the body source waits here for queue space
+
+	recv     recvSide
+	recvWin  flow.Recv
+	recvCond sync.Cond // the body reader waits here for data
+
+	declLen int64 // content-length of the incoming message, -1 if none
+	gotLen  int64 // incoming DATA payload bytes
+
+	// Server role.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Client role.
+	resc      chan struct{} // closed when res or resErr is set
+	res       *http.Response
+	resErr    error
+	gotFinal  bool
+	req       *http.Request
+	gotByte   bool
+	trace     *httptrace.ClientTrace
+	stopWatch func() bool // stops the request-context watcher
+	isHead    bool
+}
+
+// sendSide is the outbound half of a stream: bytes queued by the body source
+// and how many have been sent. It holds no reference to the Conn so a later
+// migration (SMig) can move it to another connection and carry on from sent.
+type sendSide struct {
+	q        byteQueue
+	ready    int   // bytes at the head of q released for sending
+	sent     int64 // body bytes sent so far
+	end      bool  // the source is finished: END_STREAM follows q
+	trailers []hpack.HeaderField
+	endSent  bool
+	headers  bool  // HEADERS have been queued
+	err      error // set when the stream can take no more data
+	waiting  bool
+}
+
+// sendable reports whether the writer has something to send for this side,
+// ignoring flow control.
+func (s *sendSide) sendable() bool {
+	return s.headers && (s.ready > 0 || s.end && !s.endSent && s.q.Len() == 0)
+}
+
+// recvSide is the inbound half: received body bytes not yet read.
+type recvSide struct {
+	q        byteQueue
+	err      error // io.EOF after END_STREAM, or why the stream failed
+	closed   bool  // the application stopped reading: discard data
+	trailers []hpack.HeaderField
+	waiting  bool
+}
+
+func (c *Conn) newStream(id uint32, ours bool) *stream {
+	st := &stream{
+		c:       c,
+		id:      id,
+		state:   stateOpen,
+		ours:    ours,
+		prio:    prio.Default,
+		sendWin: flow.NewSend(c.peer.initialWindow),
+		recvWin: flow.NewRecv(c.ourInitial),
+		declLen: -1,
+	}
+	st.sendCond.L = &c.mu
+	st.recvCond.L = &c.mu
+	c.streams[id] = st
+	if ours {
+		c.activeOurs++
+	} else {
+		c.activePeer++
+	}
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
+	return st
+}
+
+// remoteClosedLocked records END_STREAM from the peer.
+func (c *Conn) remoteClosedLocked(st *stream) {
+	st.recv.err = io.EOF
+	st.recvCond.Broadcast()
+	switch st.state {
+	case stateOpen:
+		st.state = stateHalfClosedRemote
+	case stateHalfClosedLocal:
+		c.closeStreamLocked(st, nil)
+	}
+}
+
+// localClosedLocked records that we sent END_STREAM.
+func (c *Conn) localClosedLocked(st *stream) {
+	switch st.state {
+	case stateOpen:
+		// Even when the handler no longer reads the request body, the stream
+		// stays half-closed (local) so that the peer's frames on it are still
+		// checked (a WINDOW_UPDATE overflow is still FLOW_CONTROL_ERROR);
+		// onData stops the body with RST_STREAM(NO_ERROR) once more arrives.
+		st.state = stateHalfClosedLocal
+	case stateHalfClosedRemote, stateReservedLocal:
+		c.closeStreamLocked(st, nil)
+	}
+}
+
+// closeStreamLocked moves st to closed. err, if not nil, fails both halves
+// for the application; with nil, data already received stays readable.
+func (c *Conn) closeStreamLocked(st *stream, err error) {
+	if st.state == stateClosed {
+		return
+	}
+	st.state = stateClosed
+	delete(c.streams, st.id)
+	c.sched.Remove(st.id)
+	if st.ours {
+		c.activeOurs--
+	} else {
+		c.activePeer--
+	}
+	c.slotWait.Signal()
+	if err != nil {
+		if st.recv.err == nil {
+			st.recv.err = err
+		}
+		st.send.err = err
+		st.send.q.Release()
+		st.send.ready = 0
+		if st.resc != nil && !st.gotFinal {
+			st.resErr = err
+			st.gotFinal = true
+			close(st.resc)
+		}
+	} else if st.send.err == nil {
+		st.send.err = errStreamDone
+	}
+	if st.recv.closed {
+		st.recv.q.Release()
+	}
+	st.recvCond.Broadcast()
+	st.sendCond.Broadcast()
+	if st.cancel != nil && err != nil {
+		st.cancel()
+	}
+	if st.stopWatch != nil {
+		st.stopWatch()
+	}
+	c.maybeFinishLocked()
+	if c.activePeer+c.activeOurs == 0 && c.idleTimer != nil && !c.closing {
+		c.idleTimer.Reset(c.cfg.IdleTimeout)
+	}
+}
+
+var errStreamDone = streamDoneError{}
+
+type streamDoneError struct{}
+
+func (streamDoneError) Error() string { return "h2: stream already finished" }
+
+// resetStreamLocked sends RST_STREAM and closes the stream if it is known.
+func (c *Conn) resetStreamLocked(id uint32, code http2.ErrCode) {
+	c.queueControlLocked(wframe{kind: wRST, id: id, val: uint32(code)})
+	if st := c.streams[id]; st != nil {
+		c.closeStreamLocked(st, StreamResetError{StreamID: id, Code: code})
+	}
+}
+
+// consumedLocked hands n read bytes back to the stream and connection
+// windows, queueing WINDOW_UPDATEs as the windows decide.
+func (c *Conn) consumedLocked(st *stream, n int) {
+	if inc := c.recvWin.Consume(n); inc > 0 {
+		c.queueLocked(wframe{kind: wWindowUpdate, val: inc})
+	}
+	if st != nil && st.state != stateClosed && !st.recv.closedByPeer() {
+		if inc := st.recvWin.Consume(n); inc > 0 {
+			c.queueLocked(wframe{kind: wWindowUpdate, id: st.id, val: inc})
+		}
+	}
+}
+
+// closedByPeer reports whether the peer will send no more data.
+func (r *recvSide) closedByPeer() bool { return r.err != nil }
+
+// readBody reads received body bytes for the application.
+func (c *Conn) readBody(st *stream, p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for st.recv.q.Len() == 0 && st.recv.err == nil {
+		st.recvCond.Wait()
+	}
+	if st.recv.q.Len() == 0 {
+		st.recv.q.Release()
+		return 0, st.recv.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := st.recv.q.Read(p)
+	c.consumedLocked(st, n)
+	return n, nil
+}
+
+// closeBody stops the application's reading: queued and future data is
+// dropped (and credited back), and an unfinished stream is reset.
+func (c *Conn) closeBody(st *stream, code http2.ErrCode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.recv.closed {
+		return
+	}
+	st.recv.closed = true
+	if n := st.recv.q.Len(); n > 0 {
+		if inc := c.recvWin.Consume(n); inc > 0 {
+			c.queueLocked(wframe{kind: wWindowUpdate, val: inc})
+		}
+	}
+	st.recv.q.Release()
+	if st.recv.err == nil && st.state != stateClosed && st.ours {
+		// A server's request body is stopped by onData when more of it
+		// arrives after the response, so that the stream stays checkable.
+		c.resetStreamLocked(st.id, code)
+	}
+}
+
+// writeBody queues p on the stream's send side, blocking while the queue is
+// full. release makes the queued bytes available to the writer at once.
+func (c *Conn) writeBody(st *stream, p []byte, release bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(p) > 0 {
+		for st.send.err == nil && st.send.q.Len() >= maxPendingSend {
+			st.send.waiting = true
+			st.sendCond.Wait()
+		}
+		if st.send.err != nil {
+			return st.send.err
+		}
+		n := min(len(p), maxPendingSend-st.send.q.Len())
+		st.send.q.Write(p[:n])
+		p = p[n:]
+		if release || st.send.q.Len()-st.send.ready >= flushThreshold {
+			c.releaseLocked(st)
+		}
+	}
+	return nil
+}
+
+// releaseLocked makes all queued bytes sendable and schedules the stream.
+func (c *Conn) releaseLocked(st *stream) {
+	st.send.ready = st.send.q.Len()
+	c.scheduleLocked(st)
+}
+
+// scheduleLocked adds st to the DATA scheduler if it has something to send
+// and window to send it.
+func (c *Conn) scheduleLocked(st *stream) {
+	if st.state == stateClosed || !st.send.sendable() {
+		return
+	}
+	if st.send.ready > 0 && st.sendWin.Avail() <= 0 {
+		return
+	}
+	c.sched.Add(st.id, st.prio)
+	c.wcond.Signal()
+}
+
+// endSendLocked marks the source finished, with optional trailers.
+func (c *Conn) endSendLocked(st *stream, trailers []hpack.HeaderField) {
+	if st.send.end || st.send.err != nil {
+		return
+	}
+	st.send.end = true
+	st.send.trailers = trailers
+	c.releaseLocked(st)
+}

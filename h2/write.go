@@ -1,0 +1,264 @@
+package h2
+
+import (
+	"net"
+	"runtime"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+type wkind uint8
+
+const (
+	wData wkind = iota
+	wHeaders
+	wPushPromise
+	wSettings
+	wSettingsAck
+	wPing
+	wPingAck
+	wRST
+	wGoAway
+	wWindowUpdate
+	wRaw
+	wClose // no frame: flush and close once everything before it is written
+)
+
+// wframe is one frame for the writer. Control frames are queued in order;
+// DATA frames are made by the scheduler when the writer collects a batch.
+type wframe struct {
+	kind       wkind
+	id         uint32
+	val        uint32 // increment, error code, promised or last stream ID
+	end        bool
+	closeAfter bool // GOAWAY for a connection error: drain and close after it
+	ping       [8]byte
+	fields     []hpack.HeaderField
+	data       []byte
+	settings   []http2.Setting
+	ftype      http2.FrameType
+	flags      http2.Flags
+	after      func() // runs on the writer after the frame is written
+}
+
+// writeLoop owns the connection's output: it takes batches of frames under
+// the lock, writes them without it, and flushes only when no work is left, so
+// many frames share one syscall.
+func (c *Conn) writeLoop() {
+	defer close(c.writerEnd)
+	var batch []wframe
+	dirty, yielded := false, false
+	for {
+		c.mu.Lock()
+		for !c.hasWorkLocked() {
+			if c.closed {
+				c.mu.Unlock()
+				return
+			}
+			if dirty {
+				c.mu.Unlock()
+				if !yielded {
+					// Let runnable handlers add their responses first, so
+					// one write carries many (it costs no latency when
+					// nothing else is runnable).
+					yielded = true
+					runtime.Gosched()
+					c.mu.Lock()
+					continue
+				}
+				yielded = false
+				if err := c.bw.Flush(); err != nil {
+					c.close(err)
+					return
+				}
+				dirty = false
+				c.mu.Lock()
+				continue
+			}
+			c.wcond.Wait()
+		}
+		if c.encTableChanged {
+			c.henc.SetMaxDynamicTableSizeLimit(c.encTableSize)
+			c.encTableChanged = false
+		}
+		maxFrame := int(c.peer.maxFrameSize)
+		batch = c.collectLocked(batch[:0])
+		c.mu.Unlock()
+
+		for i := range batch {
+			f := &batch[i]
+			if err := c.writeFrame(f, maxFrame); err != nil {
+				c.close(err)
+				return
+			}
+			if f.after != nil {
+				f.after()
+			}
+			switch {
+			case f.kind == wClose || f.closeAfter:
+				c.bw.Flush()
+				c.drainAndClose(f.closeAfter)
+				return
+			}
+			*f = wframe{}
+		}
+		dirty = true
+	}
+}
+
+func (c *Conn) hasWorkLocked() bool {
+	return len(c.ctrl) > 0 || c.sched.Len() > 0 && !c.connBlocked && !c.closing
+}
+
+// collectLocked takes every queued control frame, then DATA frames chosen by
+// the scheduler up to the batch budget.
+func (c *Conn) collectLocked(batch []wframe) []wframe {
+	batch = append(batch, c.ctrl...)
+	clear(c.ctrl)
+	c.ctrl, c.spare = c.spare[:0], c.ctrl[:0]
+	if c.closing {
+		return batch
+	}
+	c.arena = c.arena[:0]
+	budget := writeBatchBudget
+	maxFrame := min(int(c.peer.maxFrameSize), maxDataFrame)
+	for budget > 0 && !c.connBlocked {
+		id, ok := c.sched.Next()
+		if !ok {
+			break
+		}
+		st := c.streams[id]
+		if st == nil {
+			c.sched.Remove(id)
+			continue
+		}
+		s := &st.send
+		if s.ready > 0 {
+			n := min(s.ready, maxFrame, budget)
+			n = int(min(int64(n), st.sendWin.Avail(), c.sendWin.Avail()))
+			if n <= 0 {
+				if st.sendWin.Avail() <= 0 {
+					c.sched.Remove(id)
+					continue
+				}
+				c.connBlocked = true
+				break
+			}
+			off := len(c.arena)
+			c.arena = c.arena[:off+n]
+			s.q.Read(c.arena[off:])
+			s.ready -= n
+			s.sent += int64(n)
+			st.sendWin.Take(n)
+			c.sendWin.Take(n)
+			budget -= n
+			end := s.end && s.q.Len() == 0 && s.trailers == nil
+			batch = append(batch, wframe{kind: wData, id: id, end: end, data: c.arena[off : off+n]})
+			if s.waiting && s.q.Len() < maxPendingSend {
+				s.waiting = false
+				st.sendCond.Broadcast()
+			}
+			if end {
+				s.endSent = true
+				s.q.Release()
+				c.localClosedLocked(st)
+			} else if !s.sendable() {
+				c.sched.Remove(id)
+			}
+			continue
+		}
+		if s.end && !s.endSent && s.q.Len() == 0 {
+			s.endSent = true
+			s.q.Release()
+			if s.trailers != nil {
+				batch = append(batch, wframe{kind: wHeaders, id: id, end: true, fields: s.trailers})
+			} else {
+				batch = append(batch, wframe{kind: wData, id: id, end: true})
+			}
+			c.localClosedLocked(st)
+		}
+		c.sched.Remove(id)
+	}
+	return batch
+}
+
+// writeFrame writes one frame into the buffered writer.
+func (c *Conn) writeFrame(f *wframe, maxFrame int) error {
+	fr := c.wfr
+	switch f.kind {
+	case wData:
+		return fr.WriteData(f.id, f.end, f.data)
+	case wHeaders, wPushPromise:
+		return c.writeHeaderBlock(f, maxFrame)
+	case wSettings:
+		return fr.WriteSettings(f.settings...)
+	case wSettingsAck:
+		return fr.WriteSettingsAck()
+	case wPing:
+		return fr.WritePing(false, f.ping)
+	case wPingAck:
+		return fr.WritePing(true, f.ping)
+	case wRST:
+		return fr.WriteRSTStream(f.id, http2.ErrCode(f.val))
+	case wGoAway:
+		return fr.WriteGoAway(f.id, http2.ErrCode(f.val), f.data)
+	case wWindowUpdate:
+		return fr.WriteWindowUpdate(f.id, f.val)
+	case wRaw:
+		return fr.WriteRawFrame(f.ftype, f.flags, f.id, f.data)
+	}
+	return nil
+}
+
+// writeHeaderBlock HPACK-encodes fields and writes HEADERS or PUSH_PROMISE
+// plus as many CONTINUATION frames as the peer's frame size requires.
+func (c *Conn) writeHeaderBlock(f *wframe, maxFrame int) error {
+	c.hbuf.Reset()
+	for _, hf := range f.fields {
+		c.henc.WriteField(hf)
+	}
+	block := c.hbuf.Bytes()
+	first := block
+	if len(first) > maxFrame {
+		first = first[:maxFrame]
+	}
+	rest := block[len(first):]
+	var err error
+	if f.kind == wPushPromise {
+		err = c.wfr.WritePushPromise(http2.PushPromiseParam{StreamID: f.id, PromiseID: f.val, BlockFragment: first, EndHeaders: len(rest) == 0})
+	} else {
+		err = c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.id, BlockFragment: first, EndStream: f.end, EndHeaders: len(rest) == 0})
+	}
+	for err == nil && len(rest) > 0 {
+		frag := rest
+		if len(frag) > maxFrame {
+			frag = frag[:maxFrame]
+		}
+		rest = rest[len(frag):]
+		err = c.wfr.WriteContinuation(f.id, len(rest) == 0, frag)
+	}
+	return err
+}
+
+// drainAndClose ends a connection after its last frame. After a connection
+// error it half-closes and keeps reading (discarding) briefly, so the peer
+// gets our GOAWAY rather than a TCP reset for its unread data.
+func (c *Conn) drainAndClose(afterError bool) {
+	if afterError {
+		if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		c.nc.SetReadDeadline(time.Now().Add(goAwayDrainTimeout))
+		c.mu.Lock()
+		draining := c.closing && !c.closed
+		c.mu.Unlock()
+		if draining {
+			// The read loop has stopped processing; it reads until EOF or the deadline.
+			<-c.done
+			return
+		}
+	}
+	c.close(net.ErrClosed)
+}
