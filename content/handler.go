@@ -1,0 +1,152 @@
+// Package content is what `shunt serve` serves: static files from a root
+// directory and generated objects of any size at /gen/<size>, both with HTTP
+// range requests, validators and conditional requests.
+//
+// Range, conditional and HEAD handling is net/http's http.ServeContent: single
+// ranges, multiple ranges (multipart/byteranges), suffix and open-ended ranges,
+// 416 with "Content-Range: bytes */SIZE" when no range overlaps the object,
+// If-None-Match, If-Modified-Since and If-Range. Generated objects go through
+// the same path as files, as an io.ReadSeeker (see Generated).
+package content
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"time"
+)
+
+// GenPrefix is the URL path prefix of generated objects: GenPrefix + "50MB".
+const GenPrefix = "/gen/"
+
+// GenSize reports whether urlPath names a generated object and, if so, its
+// size. ok is true with a non-nil error for /gen/ paths with a bad size.
+func GenSize(urlPath string) (size int64, ok bool, err error) {
+	s, ok := strings.CutPrefix(urlPath, GenPrefix)
+	if !ok {
+		return 0, false, nil
+	}
+	size, err = ParseSize(s)
+	return size, true, err
+}
+
+// Handler serves generated objects under GenPrefix and, when it has a root
+// directory, the regular files under it. Directories are served as their
+// index.html; there are no directory listings.
+type Handler struct {
+	root *os.Root // nil: generated objects only
+}
+
+// NewHandler returns a Handler serving the files under dir; an empty dir
+// serves only generated objects. Close releases the directory.
+func NewHandler(dir string) (*Handler, error) {
+	if dir == "" {
+		return &Handler{}, nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("content root: %w", err)
+	}
+	return &Handler{root: root}, nil
+}
+
+// Close releases the root directory.
+func (h *Handler) Close() error {
+	if h.root == nil {
+		return nil
+	}
+	return h.root.Close()
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	p := r.URL.Path
+	// Reject rather than clean "..": a request that tries to climb is not a
+	// request for some other file. os.Root also stops symlinks leaving root.
+	if !strings.HasPrefix(p, "/") || hasDotDot(p) {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	if size, ok, err := GenSize(p); ok {
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("ETag", GenETag(size))
+		http.ServeContent(w, r, "", time.Time{}, NewGenerated(size))
+		return
+	}
+	if h.root == nil {
+		http.NotFound(w, r)
+		return
+	}
+	h.serveFile(w, r, strings.TrimPrefix(path.Clean(p), "/"))
+}
+
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {
+	if name == "" {
+		name = "."
+	}
+	f, fi, err := h.open(name)
+	if err == nil && fi.IsDir() {
+		f.Close()
+		name = path.Join(name, "index.html")
+		f, fi, err = h.open(name)
+	}
+	if err != nil {
+		fileError(w, err)
+		return
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	// Like nginx: a strong validator from modification time and size.
+	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().UnixNano(), fi.Size()))
+	http.ServeContent(w, r, name, fi.ModTime(), f)
+}
+
+func (h *Handler) open(name string) (*os.File, fs.FileInfo, error) {
+	f, err := h.root.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func fileError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		http.Error(w, "not found", http.StatusNotFound)
+	case errors.Is(err, fs.ErrPermission):
+		http.Error(w, "forbidden", http.StatusForbidden)
+	default:
+		// os.Root reports escapes (symlinks out of root) as plain errors;
+		// to the client such a path does not exist.
+		http.Error(w, "not found", http.StatusNotFound)
+	}
+}
+
+func hasDotDot(p string) bool {
+	for _, seg := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,520 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/net/http2"
+	"golang.org/x/term"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
+)
+
+var getCmd = &Command{
+	Name:  "get",
+	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure]",
+	Short: "download a URL with shunt's HTTP/2 client, timed and verified",
+}
+
+func init() {
+	getCmd.Run = func(ctx context.Context, args []string) error {
+		return runGet(ctx, args, getIO{
+			stdout:   os.Stdout,
+			stderr:   os.Stderr,
+			progress: term.IsTerminal(int(os.Stderr.Fd())),
+		})
+	}
+	Register(getCmd)
+}
+
+type getIO struct {
+	stdout, stderr io.Writer
+	progress       bool // draw a progress bar on stderr (a terminal)
+}
+
+type getOptions struct {
+	url      *url.URL
+	out      string // "" or "-": stdout
+	rng      string // the --range value, e.g. "0-99", "100-", "-10"
+	http11   bool
+	h2c      bool
+	verbose  bool
+	insecure bool
+}
+
+// getTimes are offsets from the start of the download, as curl reports them.
+type getTimes struct {
+	start                   time.Time
+	connect, tls, firstByte time.Duration
+	total                   time.Duration
+	usedTLS                 bool
+}
+
+func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
+	fs := newFlags(getCmd)
+	fs.SetOutput(stderr)
+	var o getOptions
+	fs.StringVar(&o.out, "o", "", "write the body to `FILE` (via a temporary file, renamed on success); default stdout")
+	fs.StringVar(&o.rng, "range", "", "ask for bytes `A-B` (also A- and -N)")
+	fs.BoolVar(&o.http11, "http1.1", false, "use HTTP/1.1 (Go's net/http); http:// URLs use it by default")
+	fs.BoolVar(&o.h2c, "h2c", false, "use h2c with prior knowledge for an http:// URL")
+	fs.BoolVar(&o.verbose, "v", false, "trace frames (HTTP/2) and response headers on stderr")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's certificate")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return o, fmt.Errorf("want one URL, got %d arguments", len(pos))
+	}
+	if o.url, err = url.Parse(pos[0]); err != nil {
+		return o, fmt.Errorf("URL %q: %w", pos[0], err)
+	}
+	switch {
+	case o.url.Scheme != "http" && o.url.Scheme != "https":
+		return o, fmt.Errorf("URL %q: scheme must be http or https", pos[0])
+	case o.url.Host == "":
+		return o, fmt.Errorf("URL %q: no host", pos[0])
+	case o.http11 && o.h2c:
+		return o, errors.New("--http1.1 and --h2c exclude each other")
+	case o.h2c && o.url.Scheme == "https":
+		return o, errors.New("--h2c is cleartext: use an http:// URL (https:// speaks h2 via ALPN)")
+	}
+	if o.rng != "" {
+		if _, _, err := parseRangeFlag(o.rng); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// parseRangeFlag checks a --range value: "A-B" (A <= B), "A-" or "-N" (N > 0).
+// first is -1 for a suffix range; last is -1 when open.
+func parseRangeFlag(s string) (first, last int64, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("--range %q: want A-B, A- or -N", s)
+	}
+	num := func(x string) (int64, error) {
+		if x == "" || strings.TrimLeft(x, "0123456789") != "" {
+			return 0, fmt.Errorf("--range %q: %q is not a byte offset", s, x)
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("--range %q: %w", s, err)
+		}
+		return n, nil
+	}
+	switch {
+	case a == "":
+		if last, err = num(b); err == nil && last == 0 {
+			err = fmt.Errorf("--range %q: a suffix of 0 bytes is unsatisfiable", s)
+		}
+		return -1, last, err
+	case b == "":
+		first, err = num(a)
+		return first, -1, err
+	}
+	if first, err = num(a); err != nil {
+		return 0, 0, err
+	}
+	if last, err = num(b); err != nil {
+		return 0, 0, err
+	}
+	if last < first {
+		return 0, 0, fmt.Errorf("--range %q: end before start", s)
+	}
+	return first, last, nil
+}
+
+// parseContentRange parses "bytes FIRST-LAST/SIZE" (RFC 9110 14.4) of a
+// single-part 206 response. SIZE "*" (unknown) is returned as -1.
+func parseContentRange(s string) (first, last, size int64, err error) {
+	bad := fmt.Errorf("Content-Range %q: want bytes FIRST-LAST/SIZE", s)
+	spec, ok := strings.CutPrefix(s, "bytes ")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	rng, total, ok := strings.Cut(spec, "/")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	a, b, ok := strings.Cut(rng, "-")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	num := func(x string) (int64, bool) {
+		if x == "" || strings.TrimLeft(x, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	var ok1, ok2, ok3 bool
+	first, ok1 = num(a)
+	last, ok2 = num(b)
+	size, ok3 = -1, total == "*"
+	if !ok3 {
+		size, ok3 = num(total)
+	}
+	if !ok1 || !ok2 || !ok3 || last < first || (size >= 0 && last >= size) {
+		return 0, 0, 0, bad
+	}
+	return first, last, size, nil
+}
+
+func runGet(ctx context.Context, args []string, gio getIO) error {
+	gio.stderr = &lockedWriter{w: gio.stderr}
+	o, err := parseGetArgs(args, gio.stderr)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "shunt-get")
+	if o.rng != "" {
+		req.Header.Set("Range", "bytes="+o.rng)
+	}
+
+	times := getTimes{start: time.Now(), usedTLS: o.url.Scheme == "https"}
+	var resp *http.Response
+	if o.http11 || (o.url.Scheme == "http" && !o.h2c) {
+		resp, err = roundTripHTTP1(req, o, &times)
+	} else {
+		var nc net.Conn
+		resp, nc, err = roundTripH2(ctx, req, o, &times, gio.stderr)
+		if nc != nil {
+			defer nc.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", o.url, err)
+	}
+	defer resp.Body.Close()
+	times.firstByte = time.Since(times.start)
+	if o.verbose {
+		printResponseHead(gio.stderr, resp)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: server answered %s%s", o.url, resp.Status, bodyHint(resp))
+	}
+
+	if o.rng != "" && resp.StatusCode == http.StatusOK {
+		fmt.Fprintln(gio.stderr, "note: the server ignored the range and sent the whole object")
+	}
+	check, err := planCheck(o.url.Path, resp)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", o.url, err)
+	}
+	sum := sha256.New()
+	writers := []io.Writer{sum}
+	if check.verifier != nil {
+		writers = append(writers, check.verifier)
+	}
+	if gio.progress {
+		writers = append(writers, progressbar.DefaultBytes(resp.ContentLength, o.url.Path))
+	}
+	complete := func(n int64) error {
+		if resp.ContentLength >= 0 && n != resp.ContentLength {
+			return fmt.Errorf("received %d bytes, Content-Length is %d", n, resp.ContentLength)
+		}
+		if check.length >= 0 && n != check.length {
+			return fmt.Errorf("received %d bytes of %s, want %d", n, check.what, check.length)
+		}
+		return nil
+	}
+	n, err := receive(o.out, gio.stdout, resp.Body, writers, complete)
+	times.total = time.Since(times.start)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", o.url, err)
+	}
+
+	printTimes(gio.stderr, times, n, resp)
+	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", hex.EncodeToString(sum.Sum(nil)), n)
+	if check.verifier != nil {
+		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check.what)
+	}
+	return nil
+}
+
+// contentCheck is what a generated object's response must hold.
+type contentCheck struct {
+	verifier *content.Verifier // nil: not a generated object
+	length   int64             // expected body length; -1 unknown
+	what     string            // for messages: "bytes 0-99 of /gen/10KB"
+}
+
+// planCheck works out, for /gen/<size> URLs, which bytes of the generated
+// object the response must carry: all of them for a 200, the Content-Range
+// for a 206.
+func planCheck(urlPath string, resp *http.Response) (contentCheck, error) {
+	size, ok, err := content.GenSize(urlPath)
+	if !ok || err != nil {
+		return contentCheck{length: -1}, nil
+	}
+	first, last := int64(0), size-1
+	if resp.StatusCode == http.StatusPartialContent {
+		cr := resp.Header.Get("Content-Range")
+		if cr == "" {
+			return contentCheck{}, errors.New("206 without a Content-Range (multipart responses are not checked)")
+		}
+		var total int64
+		if first, last, total, err = parseContentRange(cr); err != nil {
+			return contentCheck{}, err
+		}
+		if total != size {
+			return contentCheck{}, fmt.Errorf("Content-Range %q: object size %d, want %d for %s", cr, total, size, urlPath)
+		}
+	} else if resp.StatusCode != http.StatusOK {
+		return contentCheck{length: -1}, nil
+	}
+	return contentCheck{
+		verifier: content.NewVerifier(first),
+		length:   last - first + 1,
+		what:     fmt.Sprintf("bytes %d-%d of %s", first, last, urlPath),
+	}, nil
+}
+
+// receive copies the body to out ("" or "-": stdout) and to the writers,
+// then asks complete whether the n bytes received are the whole answer. A
+// file is written under a temporary name in the same directory and renamed
+// only when everything succeeded, so a failed download leaves no file.
+func receive(out string, stdout io.Writer, body io.Reader, writers []io.Writer, complete func(n int64) error) (int64, error) {
+	buf := make([]byte, 256<<10)
+	if out == "" || out == "-" {
+		n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{stdout}, writers...)...), body, buf)
+		if err == nil {
+			err = complete(n)
+		}
+		return n, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".part-*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{tmp}, writers...)...), body, buf)
+	if err == nil {
+		err = complete(n)
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return n, err
+}
+
+func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Response, error) {
+	dial := timedDial(times)
+	tr := &http.Transport{
+		DialContext: dial,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return timedTLS(ctx, c, tlsConfig(o, "http/1.1"), times)
+		},
+		ForceAttemptHTTP2:  false,
+		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
+		DisableCompression: true, // the body must arrive as the server sent it
+	}
+	defer tr.CloseIdleConnections()
+	return tr.RoundTrip(req)
+}
+
+// roundTripH2 dials and handshakes itself (so connect and TLS are timed)
+// and hands the connection to the h2 engine. The caller closes the conn.
+func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, error) {
+	addr := o.url.Host
+	if o.url.Port() == "" {
+		addr = net.JoinHostPort(o.url.Hostname(), map[string]string{"http": "80", "https": "443"}[o.url.Scheme])
+	}
+	nc, err := timedDial(times)(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &h2.Transport{AllowHTTP: o.h2c}
+	if o.url.Scheme == "https" {
+		tr.TLSClientConfig = tlsConfig(o, "h2")
+		tc, err := timedTLS(ctx, nc, tr.TLSClientConfig, times)
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+			tc.Close()
+			return nil, nil, fmt.Errorf("server did not choose h2 by ALPN (got %q); try --http1.1", p)
+		}
+		nc = tc
+	}
+	if o.verbose {
+		tr.Config.Trace = frameTracer(stderr, times.start)
+	}
+	cc, err := tr.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return resp, nc, nil
+}
+
+func tlsConfig(o getOptions, proto string) *tls.Config {
+	return &tls.Config{
+		ServerName:         o.url.Hostname(),
+		NextProtos:         []string{proto},
+		InsecureSkipVerify: o.insecure,
+	}
+}
+
+func timedDial(times *getTimes) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		times.connect = time.Since(times.start)
+		return c, nil
+	}
+}
+
+func timedTLS(ctx context.Context, c net.Conn, cfg *tls.Config, times *getTimes) (*tls.Conn, error) {
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", c.RemoteAddr(), err)
+	}
+	times.tls = time.Since(times.start)
+	return tc, nil
+}
+
+func printTimes(w io.Writer, t getTimes, n int64, resp *http.Response) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds()*1000, 'f', 2, 64) + " ms" }
+	line := "connect " + ms(t.connect)
+	if t.usedTLS {
+		line += ", tls " + ms(t.tls)
+	}
+	fmt.Fprintf(w, "%s, first byte %s, total %s (from start)\n", line, ms(t.firstByte), ms(t.total))
+	fmt.Fprintf(w, "%s %s: %d bytes, goodput %.1f Mbit/s\n",
+		resp.Proto, resp.Status, n, float64(n)*8/t.total.Seconds()/1e6)
+}
+
+func printResponseHead(w io.Writer, resp *http.Response) {
+	fmt.Fprintf(w, "< %s %s\n", resp.Proto, resp.Status)
+	keys := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			fmt.Fprintf(w, "< %s: %s\n", k, v)
+		}
+	}
+}
+
+// bodyHint returns the start of a text error body, for the error message.
+func bodyHint(resp *http.Response) string {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/") {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	if s := strings.TrimSpace(string(b)); s != "" {
+		return ": " + s
+	}
+	return ""
+}
+
+// frameTracer prints one line per frame, stamped with the time since start.
+// The frame is only valid during the call, so it is formatted at once; w
+// must be safe for concurrent use (the engine's goroutines call this).
+func frameTracer(w io.Writer, start time.Time) func(h2.Direction, http2.Frame) {
+	return func(dir h2.Direction, f http2.Frame) {
+		fmt.Fprintf(w, "%9.3fms %s %s\n", time.Since(start).Seconds()*1000, dirName(dir), describeFrame(f))
+	}
+}
+
+// lockedWriter serialises writes: with -v the engine traces frames on
+// stderr while the command writes its own lines there.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func dirName(d h2.Direction) string {
+	if d == h2.Sent {
+		return "send"
+	}
+	return "recv"
+}
+
+func describeFrame(f http2.Frame) string {
+	// "[FrameHeader DATA flags=END_STREAM stream=1 len=5]" without the wrapping.
+	s := strings.TrimSuffix(strings.TrimPrefix(f.Header().String(), "[FrameHeader "), "]")
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		var parts []string
+		f.ForeachSetting(func(st http2.Setting) error {
+			parts = append(parts, st.String())
+			return nil
+		})
+		if len(parts) > 0 {
+			s += " " + strings.Join(parts, " ")
+		}
+	case *http2.WindowUpdateFrame:
+		s += fmt.Sprintf(" increment=%d", f.Increment)
+	case *http2.PingFrame:
+		s += fmt.Sprintf(" data=%x", f.Data)
+	case *http2.RSTStreamFrame:
+		s += " code=" + f.ErrCode.String()
+	case *http2.GoAwayFrame:
+		s += fmt.Sprintf(" last_stream=%d code=%s", f.LastStreamID, f.ErrCode)
+		if d := f.DebugData(); len(d) > 0 {
+			s += fmt.Sprintf(" debug=%q", d)
+		}
+	case *http2.MetaHeadersFrame:
+		for _, hf := range f.Fields {
+			s += fmt.Sprintf("\n            %s: %s", hf.Name, hf.Value)
+		}
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/server"
+)
+
+// shutdownGrace is how long `shunt serve` lets requests finish after a signal.
+const shutdownGrace = 5 * time.Second
+
+var serveCmd = &Command{
+	Name:  "serve",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp]",
+	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
+}
+
+func init() {
+	serveCmd.Run = func(ctx context.Context, args []string) error {
+		return runServe(ctx, args, os.Stdout, os.Stderr)
+	}
+	Register(serveCmd)
+}
+
+// runServe prints "listening on SCHEME://HOST:PORT" as its first line on
+// stdout once the socket accepts, then serves until ctx is done.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(serveCmd)
+	fs.SetOutput(stderr)
+	root := fs.String("root", "", "serve the files under `DIR` (/gen/<size> is always served)")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT`; port 0 picks a free one")
+	useTLS := fs.Bool("tls", false, "TLS with ALPN h2 and http/1.1 (else cleartext: HTTP/1.1 and h2c)")
+	cert := fs.String("cert", "", "TLS certificate `FILE` (PEM); default: self-signed, made at start")
+	key := fs.String("key", "", "TLS private key `FILE` (PEM)")
+	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
+	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
+	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if (*cert == "") != (*key == "") {
+		return errors.New("--cert and --key go together")
+	}
+	if *cert != "" && !*useTLS {
+		return errors.New("--cert and --key need --tls")
+	}
+	if *lowat < 0 {
+		return fmt.Errorf("--notsent-lowat %d: must not be negative", *lowat)
+	}
+
+	h, err := content.NewHandler(*root)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	s := &server.Server{
+		Addr:         *addr,
+		Handler:      h,
+		TLS:          *useTLS,
+		CertFile:     *cert,
+		KeyFile:      *key,
+		MPTCP:        *mptcp,
+		CC:           *cc,
+		NotSentLowat: *lowat,
+		ErrorLog:     log.New(stderr, "", log.LstdFlags),
+	}
+	ln, err := s.Listen(ctx)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if *useTLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(stderr, "root %s; socket options %v\n", orNone(*root), s.SockOpts())
+	if c := s.Certificate(); c != nil && *cert == "" {
+		names := c.Leaf.DNSNames
+		for _, ip := range c.Leaf.IPAddresses {
+			names = append(names, ip.String())
+		}
+		fmt.Fprintf(stderr, "TLS: self-signed certificate for %s\n", strings.Join(names, ", "))
+	}
+
+	served := make(chan error, 1)
+	// Serve gets its own context: a signal means a graceful Shutdown first.
+	go func() { served <- s.Serve(context.WithoutCancel(ctx), ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err = s.Shutdown(sctx)
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: /gen/ only)"
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// sniff reads from c until the bytes either are the HTTP/2 client preface
+// (h2c with prior knowledge) or an HTTP/1.x request line, and returns them so
+// they can be replayed to whichever protocol takes the connection. Anything
+// else is an invalid preface (RFC 9113 §3.4): an error, and the caller closes
+// the connection without a reply, as h2spec's 3.5/2 expects; net/http would
+// answer 400 in HTTP/1.1, which an HTTP/2 peer reads as a garbled frame.
+func sniff(c net.Conn, deadline time.Time) (isH2 bool, head []byte, err error) {
+	if err := c.SetReadDeadline(deadline); err != nil {
+		return false, nil, err
+	}
+	buf := make([]byte, len(http2.ClientPreface), maxRequestLine)
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if !strings.HasPrefix(http2.ClientPreface, string(buf[:n])) {
+			break
+		}
+		if err != nil {
+			return false, nil, fmt.Errorf("sniff %s: %d bytes then %w", c.RemoteAddr(), n, err)
+		}
+	}
+	buf = buf[:n]
+	if string(buf) != http2.ClientPreface {
+		for !bytes.Contains(buf, []byte("\r\n")) && len(buf) < cap(buf) {
+			m, err := c.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+m]
+			if err != nil && !bytes.Contains(buf, []byte("\r\n")) {
+				return false, nil, fmt.Errorf("sniff %s: %d bytes without a request line, then %w", c.RemoteAddr(), len(buf), err)
+			}
+		}
+		line, _, ok := bytes.Cut(buf, []byte("\r\n"))
+		if !ok || !isHTTP1RequestLine(line) {
+			return false, nil, fmt.Errorf("sniff %s: neither the HTTP/2 preface nor an HTTP/1.x request line: %.40q", c.RemoteAddr(), buf)
+		}
+	}
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		return false, nil, err
+	}
+	return string(buf) == http2.ClientPreface, buf, nil
+}
+
+// maxRequestLine bounds what sniff reads looking for an HTTP/1.x request line.
+const maxRequestLine = 8 << 10
+
+// isHTTP1RequestLine reports whether line is "METHOD TARGET HTTP/1.x".
+func isHTTP1RequestLine(line []byte) bool {
+	f := strings.Fields(string(line))
+	return len(f) == 3 && (f[2] == "HTTP/1.1" || f[2] == "HTTP/1.0")
+}
+
+// prefixConn is a conn whose first reads return bytes already read from it.
+type prefixConn struct {
+	net.Conn
+	head []byte
+}
+
+func newPrefixConn(c net.Conn, head []byte) net.Conn {
+	if len(head) == 0 {
+		return c
+	}
+	return &prefixConn{Conn: c, head: head}
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.head) > 0 {
+		n := copy(p, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// ReadFrom keeps the underlying socket's ReadFrom reachable, so net/http still
+// uses sendfile for files on sniffed cleartext connections.
+func (c *prefixConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// NetConn returns the wrapped connection, as tls.Conn does.
+func (c *prefixConn) NetConn() net.Conn { return c.Conn }
+
+// chanListener is the net.Listener through which the dispatcher hands
+// HTTP/1.1 connections to net/http's server.
+type chanListener struct {
+	addr  net.Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// push hands c to the HTTP/1.1 server; false if the listener is closed.
+func (l *chanListener) push(c net.Conn) bool {
+	select {
+	case l.conns <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
