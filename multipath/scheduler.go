@@ -1,0 +1,943 @@
+// Package multipath is MP-H2's client-side scheduler (MP-H2 §3): it splits
+// one HTTP object into byte ranges fetched over several paths, each path one
+// HTTP/2 connection carrying at most a couple of streams, so that all paths
+// finish together (R1) with no idle gap between chunks (R2).
+//
+// The scheduler is pure decision logic. The caller feeds it events (response
+// headers, DATA received, streams ended, PING RTT samples, paths lost), each
+// with the time it happened, and carries out the Actions it returns: open a
+// ranged request, move a stream's flow-control end, reset a stream, hand
+// received bytes to the application, finish. It opens no socket, starts no
+// goroutine and reads no clock, so a test drives it with a fake clock and a
+// simulated network.
+//
+// The download is kept as a byte map of [0, size): bytes delivered to the
+// application, bytes each open stream is still to deliver ([pos, end)), and
+// orphaned bytes that no stream will deliver (their stream or path was lost)
+// and that the next decision reassigns. Every byte is in exactly one of the
+// three, so each is delivered exactly once.
+package multipath
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shunt-net/shunt/estimate"
+)
+
+// PathID names a path by its index in [0, Config.Paths); path 0 is the
+// primary, which carries the first request when the size is unknown.
+type PathID int
+
+// StreamID names one request made by the scheduler. IDs start at 1 and are
+// never reused; the caller maps them to its HTTP/2 stream IDs.
+type StreamID int
+
+// EndAdjust is how the scheduler stops a stream at a new byte-range end
+// (MP-H2 §3.4.2).
+type EndAdjust uint8
+
+const (
+	// FlowControl stops the server exactly at the new end by limiting the
+	// stream's HTTP/2 flow-control window (SetEnd), so it emits no tail bytes;
+	// the stream is reset once its last wanted byte has arrived.
+	FlowControl EndAdjust = iota
+	// ResetStream lets the server send on and resets the stream when its new
+	// end arrives; the server's already buffered bytes still arrive as tail
+	// bytes, which are discarded.
+	ResetStream
+)
+
+func (e EndAdjust) String() string {
+	switch e {
+	case FlowControl:
+		return "flow-control"
+	case ResetStream:
+		return "rst-stream"
+	}
+	return fmt.Sprintf("EndAdjust(%d)", uint8(e))
+}
+
+// Defaults from the paper.
+const (
+	DefaultDelta             = 50 * time.Millisecond // Algorithm 1's δ
+	DefaultMaxStreamsPerPath = 2                     // one chunk in progress plus one pipelined
+	DefaultMinChunk          = 16 << 10              // no new request for less than one DATA frame
+	DefaultLeadMargin        = 32 << 10              // extra bytes ahead when announcing a lazy end
+)
+
+// Config describes one download. Zero values take the defaults, so the zero
+// Config with Paths and Size set is MP-H2 as the paper evaluates it
+// (pipelining on, flow-control end adjustment).
+type Config struct {
+	Paths int   // number of paths, >= 1
+	Size  int64 // object size if the application knows it (+FS), else -1
+	// Prior holds per-path estimates cached from earlier transfers
+	// (+FS+BW/L), indexed by PathID; nil or zero entries mean unknown. If
+	// every path has one, the first split uses Equation 1 instead of halves.
+	Prior             []estimate.Path
+	Delta             time.Duration // Algorithm 1's δ; default 50 ms
+	MaxStreamsPerPath int           // default 2
+	NoPipelining      bool          // request the next chunk only once the current one is complete
+	EndAdjust         EndAdjust     // default FlowControl
+	MinChunk          int64         // smallest chunk worth a request; default 16 KiB
+	// LeadMargin is added to a path's bandwidth-delay product to decide when
+	// a lazily cut stream must announce its end under flow control.
+	LeadMargin int64
+	Bandwidth  estimate.BandwidthConfig
+	RTTSamples int // PING samples averaged; default 5
+}
+
+// Kind says what an Action asks the caller to do.
+type Kind uint8
+
+const (
+	// Request: open Stream on Path, a GET for object bytes [Start, End), sent
+	// as "Range: bytes=Start-(End-1)". End -1 asks for the whole object of
+	// unknown size: send no Range header, or "bytes=0-".
+	Request Kind = iota + 1
+	// SetEnd: let the server send Stream's bytes only below object offset End,
+	// by flow control: the stream's total window credit must be End-Start,
+	// where Start is the object offset of the stream's first byte (the
+	// request's Start, or 0 if the server answered 200). End may be higher
+	// than a previous SetEnd.
+	SetEnd
+	// Reset: send RST_STREAM (CANCEL) on Stream and drop its further DATA.
+	Reset
+	// Deliver: object bytes [Start, End) are new; they are data[Start-From :
+	// End-From] of the data just passed to OnData for Stream.
+	Deliver
+	// Done: every byte of the object has been delivered.
+	Done
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Request:
+		return "Request"
+	case SetEnd:
+		return "SetEnd"
+	case Reset:
+		return "Reset"
+	case Deliver:
+		return "Deliver"
+	case Done:
+		return "Done"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Action is one thing the caller must do; Kind says which fields matter.
+type Action struct {
+	Kind       Kind
+	Stream     StreamID
+	Path       PathID
+	Start, End int64
+	From       int64 // Deliver only
+}
+
+func (a Action) String() string {
+	switch a.Kind {
+	case Request:
+		return fmt.Sprintf("Request{stream %d path %d [%d,%d)}", a.Stream, a.Path, a.Start, a.End)
+	case SetEnd:
+		return fmt.Sprintf("SetEnd{stream %d end %d (first byte %d)}", a.Stream, a.End, a.Start)
+	case Reset:
+		return fmt.Sprintf("Reset{stream %d}", a.Stream)
+	case Deliver:
+		return fmt.Sprintf("Deliver{stream %d [%d,%d)}", a.Stream, a.Start, a.End)
+	}
+	return a.Kind.String()
+}
+
+// PathStats counts what one path did.
+type PathStats struct {
+	Requests  int       // requests sent on the path
+	Received  int64     // DATA bytes received, tail bytes included
+	Delivered int64     // bytes handed to the application
+	FirstData time.Time // first DATA byte
+	LastData  time.Time // last delivered byte
+}
+
+// Scheduler schedules one download. Not safe for concurrent use: one owner
+// feeds it events in time order.
+type Scheduler struct {
+	cfg       Config
+	object    int64 // the object's size, -1 until known
+	size      int64 // bytes wanted: object, or less after Cut; -1 until known
+	cut       int64 // end set by Cut, -1 if none
+	paths     []*path
+	live      []*stream // open streams, in request order
+	lastID    StreamID
+	delivered spanSet
+	orphans   spanSet
+	noRanges  bool // the server ignores Range: one stream carries the whole body
+	done      bool
+	out       []Action
+}
+
+type path struct {
+	up        bool
+	bw        *estimate.Bandwidth
+	rtt       *estimate.RTT
+	respDelay time.Duration // request to response headers, last seen
+	minRTT    time.Duration // least response delay or PING RTT seen: the path without queueing
+	fin       time.Time     // rebalance's finish estimate, valid if finOK
+	finOK     bool
+	prior     estimate.Path
+	stats     PathStats
+}
+
+type stream struct {
+	id      StreamID
+	path    PathID
+	start   int64 // object offset of the stream's first byte
+	pos     int64 // object offset of the next byte to arrive
+	end     int64 // bytes from here on are not wanted from this stream; -1 while unknown
+	respEnd int64 // end of the response the server sends: the request's, or the object's; -1 while unknown
+	limit   int64 // flow-control end last given by SetEnd; -1 if none
+	reqAt   time.Time
+	started bool // DATA has arrived
+	headers bool
+	full    bool // a 200 response: the whole body from byte 0
+	initial bool // the whole-object GET that learns the size
+}
+
+// New returns a scheduler for one download.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Paths < 1 {
+		return nil, fmt.Errorf("multipath: config Paths=%d: need at least one path", cfg.Paths)
+	}
+	if cfg.Size < -1 {
+		return nil, fmt.Errorf("multipath: config Size=%d: want a size or -1 for unknown", cfg.Size)
+	}
+	if cfg.Prior != nil && len(cfg.Prior) != cfg.Paths {
+		return nil, fmt.Errorf("multipath: config Prior has %d entries for %d paths", len(cfg.Prior), cfg.Paths)
+	}
+	if cfg.Delta < 0 || cfg.MaxStreamsPerPath < 0 || cfg.MinChunk < 0 || cfg.LeadMargin < 0 {
+		return nil, fmt.Errorf("multipath: config Delta=%v MaxStreamsPerPath=%d MinChunk=%d LeadMargin=%d: negative",
+			cfg.Delta, cfg.MaxStreamsPerPath, cfg.MinChunk, cfg.LeadMargin)
+	}
+	if cfg.EndAdjust > ResetStream {
+		return nil, fmt.Errorf("multipath: config EndAdjust=%d: unknown", cfg.EndAdjust)
+	}
+	if cfg.Delta == 0 {
+		cfg.Delta = DefaultDelta
+	}
+	if cfg.MaxStreamsPerPath == 0 {
+		cfg.MaxStreamsPerPath = DefaultMaxStreamsPerPath
+	}
+	if cfg.MinChunk == 0 {
+		cfg.MinChunk = DefaultMinChunk
+	}
+	if cfg.LeadMargin == 0 {
+		cfg.LeadMargin = DefaultLeadMargin
+	}
+	s := &Scheduler{cfg: cfg, object: cfg.Size, size: cfg.Size, cut: -1}
+	for i := 0; i < cfg.Paths; i++ {
+		bw, err := estimate.NewBandwidth(cfg.Bandwidth)
+		if err != nil {
+			return nil, err
+		}
+		rtt, err := estimate.NewRTT(cfg.RTTSamples)
+		if err != nil {
+			return nil, err
+		}
+		p := &path{up: true, bw: bw, rtt: rtt}
+		if cfg.Prior != nil {
+			p.prior = cfg.Prior[i]
+		}
+		s.paths = append(s.paths, p)
+	}
+	return s, nil
+}
+
+// The event methods return the actions to carry out, in order. The returned
+// slice is reused by the next call.
+
+// OnStart begins the download: with the size known it requests every path's
+// share at once (Equation 1 if every path has a prior estimate, equal shares
+// otherwise); without it, the whole object on the primary path.
+func (s *Scheduler) OnStart(now time.Time) []Action {
+	s.out = s.out[:0]
+	if s.size < 0 {
+		s.request(now, 0, 0, -1).initial = true
+		return s.out
+	}
+	if s.complete() {
+		s.finishAll()
+		return s.out
+	}
+	ups := s.upPaths()
+	shares := s.shares(now, s.size, ups, -1)
+	var off int64
+	for k, p := range ups {
+		if shares[k] > 0 {
+			s.request(now, p, off, off+shares[k])
+			off += shares[k]
+		}
+	}
+	return s.out
+}
+
+// OnHeaders reports the response headers of a stream: the status, and the
+// object's complete length (Content-Range's for 206, Content-Length for 200;
+// -1 if absent). The caller checks that a 206's Content-Range starts at the
+// request's Start. A 200 to a ranged request means the server ignores ranges:
+// the download continues on a single stream carrying the whole body. An error
+// means the download cannot go on.
+func (s *Scheduler) OnHeaders(now time.Time, id StreamID, status int, size int64) ([]Action, error) {
+	s.out = s.out[:0]
+	st := s.find(id)
+	if st == nil || s.done {
+		return nil, nil
+	}
+	p := s.paths[st.path]
+	if !st.headers {
+		st.headers = true
+		p.respDelay = now.Sub(st.reqAt)
+		p.sawRTT(p.respDelay)
+	}
+	if status != 200 && status != 206 {
+		return nil, fmt.Errorf("multipath: stream %d on path %d for bytes [%d,%d): status %d", id, st.path, st.start, st.respEnd, status)
+	}
+	if status == 206 && size < 0 {
+		return nil, fmt.Errorf("multipath: stream %d on path %d: 206 without a complete length", id, st.path)
+	}
+	if size >= 0 && s.object >= 0 && size != s.object {
+		return nil, fmt.Errorf("multipath: stream %d on path %d: object size %d, expected %d", id, st.path, size, s.object)
+	}
+	learned := s.object < 0 && size >= 0
+	if learned {
+		s.object, s.size = size, size
+		s.applyCut()
+	}
+	if status == 200 {
+		ranged := st.start > 0 || (st.respEnd >= 0 && (s.object < 0 || st.respEnd < s.object))
+		// The body starts at byte 0 and runs to the end, whatever was asked.
+		st.start, st.pos, st.respEnd, st.full = 0, 0, s.object, true
+		if st.end < 0 {
+			st.end = s.size
+		}
+		if ranged || s.size < 0 || s.noRanges {
+			s.singleStream()
+		}
+	} else if st.end < 0 {
+		st.end = s.size
+	}
+	if s.complete() {
+		s.finishAll()
+		return s.out, nil
+	}
+	if learned && st.initial && !s.noRanges {
+		s.splitUnknown(now, st)
+	}
+	s.schedule(now)
+	return s.out, nil
+}
+
+// OnData reports n DATA bytes received on a stream at now. The bytes follow
+// the stream's earlier ones; the returned Deliver actions say which of them
+// are new to the application.
+func (s *Scheduler) OnData(now time.Time, id StreamID, n int64) []Action {
+	s.out = s.out[:0]
+	st := s.find(id)
+	if st == nil || n <= 0 || s.done {
+		return nil
+	}
+	p := s.paths[st.path]
+	p.bw.OnData(now, n)
+	if p.stats.Received == 0 {
+		p.stats.FirstData = now
+	}
+	p.stats.Received += n
+	st.started = true
+	from := st.pos
+	st.pos += n
+	hi := st.pos
+	if st.end >= 0 {
+		hi = min(hi, st.end)
+	}
+	s.delivered.gaps(from, hi, func(a, b int64) {
+		s.out = append(s.out, Action{Kind: Deliver, Stream: id, Path: st.path, Start: a, End: b, From: from})
+		p.stats.Delivered += b - a
+		p.stats.LastData = now
+	})
+	s.delivered.add(from, hi)
+	if st.end >= 0 && st.pos >= st.end {
+		// The server stops by itself only at its response's end; before it,
+		// flow control holds the stream open until it is reset.
+		s.close(st, s.respEnd(st) > st.end)
+	} else {
+		s.announceLazyEnd(now, st)
+	}
+	if s.complete() {
+		s.finishAll()
+		return s.out
+	}
+	s.schedule(now)
+	return s.out
+}
+
+// OnStreamEnd reports that a stream ended: END_STREAM, or reset by the
+// server. Bytes it was still to deliver are reassigned.
+func (s *Scheduler) OnStreamEnd(now time.Time, id StreamID) []Action {
+	s.out = s.out[:0]
+	st := s.find(id)
+	if st == nil || s.done {
+		return nil
+	}
+	if s.size < 0 && st.headers && s.noRanges {
+		// A body of unknown length ends where its stream ends.
+		s.size = st.pos
+		s.applyCut()
+	}
+	s.orphan(st)
+	s.close(st, false)
+	if s.complete() {
+		s.finishAll()
+		return s.out
+	}
+	s.schedule(now)
+	return s.out
+}
+
+// OnRTT adds an HTTP/2 PING round-trip sample for a path. PINGs come every
+// 100 ms, so this also serves as the scheduler's clock tick: a path with
+// nothing left to receive gets to take work from a slower one.
+func (s *Scheduler) OnRTT(now time.Time, p PathID, rtt time.Duration) []Action {
+	s.out = s.out[:0]
+	if p < 0 || int(p) >= len(s.paths) || s.done {
+		return nil
+	}
+	s.paths[p].rtt.Add(rtt)
+	s.paths[p].sawRTT(rtt)
+	s.schedule(now)
+	return s.out
+}
+
+// OnPathDown reports a path lost: its streams are gone and their bytes go to
+// the other paths. It fails only when no path is left.
+func (s *Scheduler) OnPathDown(now time.Time, p PathID) ([]Action, error) {
+	s.out = s.out[:0]
+	if p < 0 || int(p) >= len(s.paths) {
+		return nil, fmt.Errorf("multipath: path %d down: no such path (have %d)", p, len(s.paths))
+	}
+	if s.done || !s.paths[p].up {
+		return nil, nil
+	}
+	s.paths[p].up = false
+	for i := 0; i < len(s.live); {
+		if st := s.live[i]; st.path == p {
+			s.orphan(st)
+			s.close(st, false)
+			continue
+		}
+		i++
+	}
+	if len(s.upPaths()) == 0 {
+		return nil, fmt.Errorf("multipath: all %d paths down with %d of %d bytes delivered",
+			len(s.paths), s.delivered.total(), s.size)
+	}
+	s.schedule(now)
+	return s.out, nil
+}
+
+// Cut makes the download end at object offset end: bytes from end on are no
+// longer wanted. Streams reaching past it stop there, lazily as the primary
+// path's first stream does at the midpoint (MP-H2 §3.3): under flow control
+// their end is announced one bandwidth-delay product ahead, under ResetStream
+// they are reset when it arrives. This is MP-H2 §5.7's tail-byte experiment.
+func (s *Scheduler) Cut(now time.Time, end int64) []Action {
+	s.out = s.out[:0]
+	if s.done || end < 0 || (s.cut >= 0 && end >= s.cut) {
+		return nil
+	}
+	s.cut = end
+	s.applyCut()
+	if s.complete() {
+		s.finishAll()
+		return s.out
+	}
+	s.schedule(now)
+	return s.out
+}
+
+// Size returns how many bytes the download delivers: the object's size, or
+// less after Cut; -1 while unknown.
+func (s *Scheduler) Size() int64 { return s.size }
+
+// Finished reports whether the Done action has been given.
+func (s *Scheduler) Finished() bool { return s.done }
+
+// Stats returns what path p has done so far.
+func (s *Scheduler) Stats(p PathID) PathStats { return s.paths[p].stats }
+
+// Estimate returns path p's current estimates, falling back to its prior
+// where it has no sample of its own; store it in an estimate.Cache after the
+// download for the next one.
+func (s *Scheduler) Estimate(now time.Time, p PathID) estimate.Path {
+	var e estimate.Path
+	if bw, ok := s.bandwidth(now, p); ok {
+		e.Bandwidth = bw
+	}
+	e.RTT = s.rttOf(p)
+	return e
+}
+
+// request opens a stream for [a, b) on path p (b = -1: whole object).
+func (s *Scheduler) request(now time.Time, p PathID, a, b int64) *stream {
+	s.lastID++
+	end := b
+	if b < 0 {
+		end = s.size
+	}
+	st := &stream{id: s.lastID, path: p, start: a, pos: a, end: end, respEnd: b, limit: -1, reqAt: now}
+	s.live = append(s.live, st)
+	s.paths[p].stats.Requests++
+	s.out = append(s.out, Action{Kind: Request, Stream: st.id, Path: p, Start: a, End: b})
+	return st
+}
+
+// close forgets a stream, resetting it if the server would send more.
+func (s *Scheduler) close(st *stream, reset bool) {
+	for i, x := range s.live {
+		if x == st {
+			s.live = append(s.live[:i], s.live[i+1:]...)
+			break
+		}
+	}
+	if reset {
+		s.out = append(s.out, Action{Kind: Reset, Stream: st.id, Path: st.path})
+	}
+	if s.streams(st.path) == 0 {
+		// Whatever comes next on this path starts after a request's delay,
+		// which is no measure of its bandwidth.
+		s.paths[st.path].bw.Idle()
+	}
+}
+
+// orphan hands the bytes a stream was still to deliver to the orphan set.
+func (s *Scheduler) orphan(st *stream) {
+	if s.size < 0 || s.noRanges {
+		return
+	}
+	end := st.end
+	if end < 0 {
+		end = s.size
+	}
+	s.delivered.gaps(st.pos, end, func(a, b int64) { s.orphans.add(a, b) })
+}
+
+// respEnd is the end of the response the server is sending on st.
+func (s *Scheduler) respEnd(st *stream) int64 {
+	if st.respEnd >= 0 {
+		return st.respEnd
+	}
+	if s.object >= 0 {
+		return s.object
+	}
+	return math.MaxInt64
+}
+
+// beyond is the offset up to which the server may send on st: its response
+// end, or the flow-control end given to it.
+func (s *Scheduler) beyond(st *stream) int64 {
+	if st.limit >= 0 {
+		return min(st.limit, s.respEnd(st))
+	}
+	return s.respEnd(st)
+}
+
+// setEnd moves a stream's end now: under flow control the server is told at
+// once; under ResetStream the stream is reset when the end arrives.
+func (s *Scheduler) setEnd(st *stream, end int64) {
+	st.end = end
+	if st.pos >= end {
+		s.close(st, s.respEnd(st) > end)
+		return
+	}
+	if s.cfg.EndAdjust == FlowControl && s.beyond(st) > end {
+		st.limit = end
+		s.out = append(s.out, Action{Kind: SetEnd, Stream: st.id, Path: st.path, Start: st.start, End: end})
+	}
+}
+
+// announceLazyEnd tells the server a stream's end under flow control once
+// the stream is within one bandwidth-delay product (plus margin) of it:
+// the window update must reach the server before the server has sent that
+// far (MP-H2 §3.4.2).
+func (s *Scheduler) announceLazyEnd(now time.Time, st *stream) {
+	if s.cfg.EndAdjust != FlowControl || st.end < 0 || s.beyond(st) <= st.end {
+		return
+	}
+	// Before the first bandwidth sample (which comes within some 40 KB) a
+	// fixed lead stands in for the bandwidth-delay product.
+	lead := 4 * s.cfg.LeadMargin
+	if bw, ok := s.bandwidth(now, st.path); ok {
+		lead = int64(bw*s.rttOf(st.path).Seconds()) + s.cfg.LeadMargin
+	}
+	if st.pos+lead >= st.end {
+		s.setEnd(st, st.end)
+	}
+}
+
+// applyCut trims the download to the end Cut asked for, once the size is known.
+func (s *Scheduler) applyCut() {
+	if s.size < 0 || s.cut < 0 || s.cut >= s.size {
+		return
+	}
+	s.size = s.cut
+	s.orphans.remove(s.size, math.MaxInt64)
+	for i := 0; i < len(s.live); {
+		st := s.live[i]
+		switch {
+		case st.pos >= s.size:
+			s.close(st, true)
+			continue
+		case st.end < 0 || st.end > s.size:
+			st.end = s.size // announced lazily
+		}
+		i++
+	}
+}
+
+// singleStream switches to one stream carrying the whole body, for a server
+// that ignores Range or a body of unknown length: the live stream furthest
+// into the body carries on, all others are reset.
+func (s *Scheduler) singleStream() {
+	s.noRanges = true
+	s.orphans = nil
+	var carrier *stream
+	for _, st := range s.live {
+		if st.full && (carrier == nil || st.pos > carrier.pos) {
+			carrier = st
+		}
+	}
+	for i := 0; i < len(s.live); {
+		if st := s.live[i]; st != carrier {
+			s.close(st, true)
+			continue
+		}
+		i++
+	}
+	if carrier == nil {
+		return
+	}
+	carrier.end = s.size
+	if s.cfg.EndAdjust == FlowControl && carrier.limit >= 0 && carrier.limit < s.size {
+		// Raise a window lowered earlier: WINDOW_UPDATE can always add credit.
+		carrier.limit = s.size
+		s.out = append(s.out, Action{Kind: SetEnd, Stream: carrier.id, Path: carrier.path, Start: 0, End: s.size})
+	}
+}
+
+// splitUnknown is MP-H2's unknown-size start (§3.3): the primary's whole
+// object GET has revealed the size; the primary keeps the first share, cut
+// lazily at its end, and every other path requests its share now.
+func (s *Scheduler) splitUnknown(now time.Time, first *stream) {
+	ups := []PathID{first.path}
+	for _, p := range s.upPaths() {
+		if p != first.path {
+			ups = append(ups, p)
+		}
+	}
+	shares := s.shares(now, s.size, ups, first.path)
+	first.end = shares[0]
+	off := shares[0]
+	for k, p := range ups[1:] {
+		if sh := shares[k+1]; sh > 0 && s.streams(p) < s.cfg.MaxStreamsPerPath {
+			s.request(now, p, off, off+sh)
+			off += sh
+		}
+	}
+	if off < s.size {
+		s.orphans.add(off, s.size)
+	}
+}
+
+// shares splits size bytes among paths: by Equation 1 if every path's
+// bandwidth and RTT are known, else equally. flowing is a path whose data
+// is already arriving (no request delay), or -1.
+func (s *Scheduler) shares(now time.Time, size int64, ps []PathID, flowing PathID) []int64 {
+	conds := make([]Cond, len(ps))
+	known := true
+	for k, p := range ps {
+		bw, ok := s.bandwidth(now, p)
+		rtt := s.rttOf(p)
+		if !ok || (rtt <= 0 && p != flowing) {
+			known = false
+			break
+		}
+		conds[k] = Cond{Bandwidth: bw, Delay: rtt}
+		if p == flowing {
+			conds[k].Delay = 0
+		}
+	}
+	if known {
+		sh, _ := Split(size, conds)
+		return sh
+	}
+	sh := make([]int64, len(ps))
+	for k := range sh {
+		sh[k] = size / int64(len(ps))
+	}
+	sh[0] += size - sh[0]*int64(len(ps))
+	return sh
+}
+
+// schedule makes the decisions every event may trigger.
+func (s *Scheduler) schedule(now time.Time) {
+	if s.done {
+		return
+	}
+	if len(s.live) == 0 && (s.size < 0 || s.noRanges) {
+		// The stream that was to learn the size, or the one carrying a body
+		// that cannot be split, is lost: ask again on another path.
+		if p, ok := s.pickPath(now); ok {
+			s.request(now, p, 0, -1).initial = true
+		}
+		return
+	}
+	if s.size < 0 || s.noRanges {
+		return
+	}
+	for len(s.orphans) > 0 {
+		p, ok := s.pickPath(now)
+		if !ok {
+			break
+		}
+		o := s.orphans[0]
+		s.orphans = s.orphans[1:]
+		s.request(now, p, o.a, o.b)
+	}
+	for range s.paths {
+		if !s.rebalance(now) {
+			break
+		}
+	}
+}
+
+// pickPath returns the up path with a free stream slot expected to finish
+// first.
+func (s *Scheduler) pickPath(now time.Time) (PathID, bool) {
+	best, found := PathID(0), false
+	var bestT time.Time
+	for i, ps := range s.paths {
+		p := PathID(i)
+		if !ps.up || s.streams(p) >= s.cfg.MaxStreamsPerPath {
+			continue
+		}
+		t, ok := s.finish(now, p)
+		if !ok {
+			t = now.Add(time.Duration(math.MaxInt64 / 2))
+		}
+		if !found || t.Before(bestT) {
+			best, bestT, found = p, t, true
+		}
+	}
+	return best, found
+}
+
+// rebalance is Algorithm 1 for N paths: a path expected to finish its work
+// within one response delay (pipelining), or with none left, takes the tail
+// of the path expected to finish last if that one would finish more than δ
+// later. The new chunk's size makes both finish together (Equation 1 with
+// the slow path already flowing). It reports whether it made a request.
+func (s *Scheduler) rebalance(now time.Time) bool {
+	for k, p := range s.paths {
+		p.finOK = false
+		if p.up {
+			p.fin, p.finOK = s.finish(now, PathID(k))
+		}
+	}
+	for k, p := range s.paths {
+		i := PathID(k)
+		if !p.finOK || s.streams(i) >= s.cfg.MaxStreamsPerPath {
+			continue
+		}
+		bwI, ok := s.bandwidth(now, i)
+		if !ok {
+			continue
+		}
+		rttI := s.rttOf(i)
+		if s.cfg.NoPipelining {
+			if s.streams(i) > 0 {
+				continue
+			}
+		} else if p.fin.Sub(now) > rttI {
+			continue
+		}
+		var slow *path
+		j := PathID(0)
+		for k, q := range s.paths {
+			if q != p && q.finOK && q.fin.Sub(p.fin) > s.cfg.Delta && (slow == nil || q.fin.After(slow.fin)) {
+				slow, j = q, PathID(k)
+			}
+		}
+		if slow != nil && s.steal(now, i, j, bwI, p.fin, slow.fin) {
+			return true
+		}
+	}
+	return false
+}
+
+// steal moves the tail of path j's largest remaining stream to a new stream
+// on path i.
+func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ time.Time) bool {
+	bwJ, ok := s.bandwidth(now, j)
+	if !ok {
+		return false
+	}
+	var x *stream
+	for _, st := range s.live {
+		if st.path == j && st.end >= 0 && (x == nil || st.end-st.pos > x.end-x.pos) {
+			x = st
+		}
+	}
+	if x == nil {
+		return false
+	}
+	// The new chunk's first byte arrives one unqueued round trip from now
+	// (what is queued ahead of it is i's current work), or when i's current
+	// work ends if that is later.
+	startI := now.Add(s.baseRTT(i))
+	if finI.After(startI) {
+		startI = finI
+	}
+	d := finJ.Sub(startI).Seconds() * bwI * bwJ / (bwI + bwJ)
+	room := x.end - x.pos
+	if s.cfg.EndAdjust == FlowControl {
+		// What the server may already have sent by the time the new end
+		// reaches it is not stealable without tail bytes.
+		room -= int64(bwJ * s.rttOf(j).Seconds())
+	}
+	n := int64(math.Min(d, float64(room)))
+	if n < s.cfg.MinChunk {
+		return false
+	}
+	a, b := x.end-n, x.end
+	s.setEnd(x, a)
+	// Algorithm 1 lines 7-8: a stream of this path that was cut lazily (the
+	// primary's first stream) announces its end now.
+	for _, st := range s.live {
+		if st.path == i && s.cfg.EndAdjust == FlowControl && st.end >= 0 && s.beyond(st) > st.end {
+			s.setEnd(st, st.end)
+		}
+	}
+	s.request(now, i, a, b)
+	return true
+}
+
+// finish estimates when path p will have received everything its open
+// streams are to deliver, taking them one after another at the path's
+// bandwidth, each not before its response can arrive. That is one unqueued
+// round trip after its request: the queueing a PING sees on a busy path is
+// the data of the streams ahead, already counted.
+func (s *Scheduler) finish(now time.Time, p PathID) (time.Time, bool) {
+	t := now
+	bw, bwOK := s.bandwidth(now, p)
+	rtt := s.baseRTT(p)
+	for _, st := range s.live {
+		if st.path != p {
+			continue
+		}
+		if st.end < 0 {
+			return t, false
+		}
+		if !st.started {
+			if first := st.reqAt.Add(rtt); first.After(t) {
+				t = first
+			}
+		}
+		if rem := st.end - st.pos; rem > 0 {
+			if !bwOK {
+				return t, false
+			}
+			t = t.Add(time.Duration(float64(rem) / bw * 1e9))
+		}
+	}
+	return t, true
+}
+
+// bandwidth is path p's estimate, or its prior before it has one.
+func (s *Scheduler) bandwidth(now time.Time, p PathID) (float64, bool) {
+	if bw, ok := s.paths[p].bw.Estimate(now); ok {
+		return bw, true
+	}
+	if bw := s.paths[p].prior.Bandwidth; bw > 0 {
+		return bw, true
+	}
+	return 0, false
+}
+
+// rttOf is path p's response delay: the PING estimate, else the delay of
+// its last response, else its prior; 0 if nothing is known.
+func (s *Scheduler) rttOf(p PathID) time.Duration {
+	ps := s.paths[p]
+	if r, ok := ps.rtt.Estimate(); ok {
+		return r
+	}
+	if ps.respDelay > 0 {
+		return ps.respDelay
+	}
+	return ps.prior.RTT
+}
+
+// baseRTT is path p's round trip without queueing, as far as seen.
+func (s *Scheduler) baseRTT(p PathID) time.Duration {
+	if m := s.paths[p].minRTT; m > 0 {
+		return m
+	}
+	return s.rttOf(p)
+}
+
+func (p *path) sawRTT(rtt time.Duration) {
+	if rtt > 0 && (p.minRTT == 0 || rtt < p.minRTT) {
+		p.minRTT = rtt
+	}
+}
+
+func (s *Scheduler) find(id StreamID) *stream {
+	for _, st := range s.live {
+		if st.id == id {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) streams(p PathID) int {
+	n := 0
+	for _, st := range s.live {
+		if st.path == p {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Scheduler) upPaths() []PathID {
+	var ups []PathID
+	for i, p := range s.paths {
+		if p.up {
+			ups = append(ups, PathID(i))
+		}
+	}
+	return ups
+}
+
+func (s *Scheduler) complete() bool {
+	return s.size >= 0 && s.delivered.covers(0, s.size)
+}
+
+// finishAll resets what is still open and gives Done.
+func (s *Scheduler) finishAll() {
+	for len(s.live) > 0 {
+		st := s.live[0]
+		s.close(st, true)
+	}
+	s.done = true
+	s.out = append(s.out, Action{Kind: Done})
+}

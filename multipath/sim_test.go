@@ -1,0 +1,445 @@
+package multipath
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+)
+
+// The simulated network: per path, an HTTP/2 server whose application writes
+// DATA frames round-robin into a TCP send buffer of SendBuf bytes, drained by
+// the link at the path's rate, each frame arriving RTT/2 after it leaves.
+// Requests, SetEnd (window updates), RST_STREAM and PINGs take RTT/2 to reach
+// the server. A PING ACK queues behind the buffered data, so PING RTTs carry
+// the server's buffering delay as in MP-H2 §3.4.1. Flow control is modelled as
+// the client granting credit up to the stream's current SetEnd: the server
+// never writes past it; bytes it wrote before the SetEnd arrived still come.
+
+const simFrame = 8 << 10 // DATA frame size, as nginx writes them
+
+type rateStep struct {
+	At  time.Duration
+	Bps float64 // bytes per second from At on
+}
+
+type simPath struct {
+	Rate     []rateStep
+	RTT      time.Duration
+	SendBuf  int64
+	DownAt   time.Duration // 0: never
+	NoRanges bool          // answer every request 200 with the whole body
+}
+
+type simConfig struct {
+	Size  int64
+	Paths []simPath
+	Sched Config // Paths is filled in
+	Cut   int64  // if > 0, Cut(Cut) at start
+}
+
+type simResult struct {
+	Done      time.Duration
+	Last      []time.Duration // last delivered byte per path
+	Delivered []int64
+	Wasted    []int64 // received but not delivered: tail bytes
+	Requests  []int
+	Idle      []time.Duration // gaps between DATA arrivals beyond 3 frame times
+	Events    int
+}
+
+func mbit(m float64) float64 { return m * 1e6 / 8 }
+
+func steady(bps float64) []rateStep { return []rateStep{{0, bps}} }
+
+type frame struct {
+	kind   int // frameHeaders, frameData, framePong
+	id     StreamID
+	n      int64
+	status int
+	size   int64
+	end    bool
+	sentAt time.Duration // PING send time
+}
+
+const (
+	frameHeaders = iota
+	frameData
+	framePong
+)
+
+type srvStream struct {
+	id                StreamID
+	next, end, limit  int64
+	status            int
+	reset, headerSent bool
+}
+
+type server struct {
+	cfg      simPath
+	streams  []*srvStream
+	rr       int
+	fifo     []frame
+	buffered int64
+	busy     bool
+	down     bool
+}
+
+type cliStream struct {
+	path   PathID
+	closed bool
+}
+
+type event struct {
+	at  time.Duration
+	seq int
+	f   func()
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type sim struct {
+	cfg     simConfig
+	s       *Scheduler
+	q       eventQueue
+	seq     int
+	now     time.Duration
+	srv     []*server
+	cli     map[StreamID]*cliStream
+	got     spanSet // bytes delivered, to check exactly-once
+	res     simResult
+	lastArr []time.Duration
+	err     error
+	check   bool
+}
+
+func (m *sim) at(d time.Duration, f func()) {
+	m.seq++
+	heap.Push(&m.q, event{at: d, seq: m.seq, f: f})
+}
+
+func (m *sim) fail(format string, a ...any) {
+	if m.err == nil {
+		m.err = fmt.Errorf("t=%v: %s", m.now, fmt.Sprintf(format, a...))
+	}
+}
+
+// runSim downloads cfg.Size bytes over the simulated paths and returns what
+// happened; the error reports any broken invariant.
+func runSim(cfg simConfig, checkEveryEvent bool) (simResult, error) {
+	sc := cfg.Sched
+	sc.Paths = len(cfg.Paths)
+	s, err := New(sc)
+	if err != nil {
+		return simResult{}, err
+	}
+	n := len(cfg.Paths)
+	m := &sim{cfg: cfg, s: s, cli: map[StreamID]*cliStream{}, check: checkEveryEvent,
+		lastArr: make([]time.Duration, n)}
+	m.res = simResult{Done: -1, Last: make([]time.Duration, n), Delivered: make([]int64, n),
+		Wasted: make([]int64, n), Requests: make([]int, n), Idle: make([]time.Duration, n)}
+	// Start first, so every later state is one the scheduler has seen.
+	m.at(0, func() {
+		m.apply(s.OnStart(m.clock()))
+		if cfg.Cut > 0 {
+			m.apply(s.Cut(m.clock(), cfg.Cut))
+		}
+	})
+	for i, pc := range cfg.Paths {
+		m.srv = append(m.srv, &server{cfg: pc})
+		p := PathID(i)
+		m.at(0, func() { m.ping(p) })
+		if pc.DownAt > 0 {
+			m.at(pc.DownAt, func() { m.pathDown(p) })
+		}
+	}
+	for m.q.Len() > 0 && m.err == nil && m.res.Done < 0 {
+		e := heap.Pop(&m.q).(event)
+		m.now = e.at
+		if m.now > 10*time.Minute || m.res.Events > 5_000_000 {
+			m.fail("no completion after %d events", m.res.Events)
+			break
+		}
+		m.res.Events++
+		e.f()
+		if m.check && m.err == nil {
+			if err := s.check(); err != nil {
+				m.fail("invariant: %v", err)
+			}
+		}
+	}
+	if m.err == nil && m.res.Done >= 0 && !s.Finished() {
+		m.fail("Done given but Finished() is false")
+	}
+	if m.err == nil && m.res.Done < 0 {
+		m.fail("simulation ended without Done (delivered %d of %d)", m.got.total(), s.Size())
+	}
+	// Let the last resets reach the servers: a stream left open and blocked
+	// by flow control would hold a server's stream slot for ever.
+	for m.q.Len() > 0 && m.err == nil {
+		e := heap.Pop(&m.q).(event)
+		m.now = e.at
+		e.f()
+	}
+	for p, sv := range m.srv {
+		for _, st := range sv.streams {
+			if !sv.down && !st.reset && m.err == nil {
+				m.fail("path %d: stream %d left open at %d of [%d) (limit %d)", p, st.id, st.next, st.end, st.limit)
+			}
+		}
+	}
+	for i := range cfg.Paths {
+		st := s.Stats(PathID(i))
+		m.res.Requests[i] = st.Requests
+		if st.Delivered > 0 {
+			m.res.Last[i] = st.LastData.Sub(epoch)
+		}
+	}
+	return m.res, m.err
+}
+
+var epoch = time.Unix(0, 0)
+
+var simTrace func(now time.Duration, s *Scheduler, acts []Action)
+
+func (m *sim) clock() time.Time { return epoch.Add(m.now) }
+
+func (m *sim) half(p PathID) time.Duration { return m.srv[p].cfg.RTT / 2 }
+
+func (m *sim) rate(p PathID) float64 {
+	r := m.srv[p].cfg.Rate[0].Bps
+	for _, st := range m.srv[p].cfg.Rate {
+		if st.At <= m.now {
+			r = st.Bps
+		}
+	}
+	return r
+}
+
+// apply carries out the scheduler's actions as the client would.
+func (m *sim) apply(acts []Action) {
+	if simTrace != nil {
+		simTrace(m.now, m.s, acts)
+	}
+	for _, a := range acts {
+		switch a.Kind {
+		case Request:
+			m.cli[a.Stream] = &cliStream{path: a.Path}
+			a := a
+			m.toServer(a.Path, func(sv *server) { m.serverRequest(sv, a) })
+		case SetEnd:
+			a := a
+			m.toServer(m.cli[a.Stream].path, func(sv *server) {
+				for _, st := range sv.streams {
+					if st.id == a.Stream {
+						st.limit = a.End
+					}
+				}
+				m.fill(m.cli[a.Stream].path)
+			})
+		case Reset:
+			cs := m.cli[a.Stream]
+			cs.closed = true
+			a := a
+			m.toServer(cs.path, func(sv *server) {
+				for _, st := range sv.streams {
+					if st.id == a.Stream {
+						st.reset = true
+					}
+				}
+			})
+		case Deliver:
+			var fresh int64
+			m.got.gaps(a.Start, a.End, func(x, y int64) { fresh += y - x })
+			if fresh != a.End-a.Start || a.Start < a.From {
+				m.fail("%v delivers bytes already delivered (have %v)", a, m.got)
+			}
+			m.got.add(a.Start, a.End)
+			m.res.Delivered[a.Path] += a.End - a.Start
+		case Done:
+			if !m.got.covers(0, m.s.Size()) || m.got.total() != m.s.Size() {
+				m.fail("Done with delivered %v of %d", m.got, m.s.Size())
+			}
+			m.res.Done = m.now
+		}
+	}
+}
+
+func (m *sim) toServer(p PathID, f func(*server)) {
+	sv := m.srv[p]
+	m.at(m.now+m.half(p), func() {
+		if !sv.down {
+			f(sv)
+		}
+	})
+}
+
+func (m *sim) serverRequest(sv *server, a Action) {
+	st := &srvStream{id: a.Stream, next: a.Start, end: a.End, status: 206}
+	if a.End < 0 || sv.cfg.NoRanges {
+		st.next, st.end, st.status = 0, m.cfg.Size, 200
+	}
+	st.limit = st.end
+	sv.streams = append(sv.streams, st)
+	m.fill(m.cli[a.Stream].path)
+}
+
+// fill lets the server application write into its send buffer.
+func (m *sim) fill(p PathID) {
+	sv := m.srv[p]
+	for sv.buffered < sv.cfg.SendBuf && len(sv.streams) > 0 {
+		wrote := false
+		for k := 0; k < len(sv.streams); k++ {
+			st := sv.streams[(sv.rr+k)%len(sv.streams)]
+			if st.reset {
+				continue
+			}
+			if !st.headerSent {
+				st.headerSent = true
+				sv.fifo = append(sv.fifo, frame{kind: frameHeaders, id: st.id, status: st.status, size: m.cfg.Size})
+			}
+			n := min(int64(simFrame), min(st.end, st.limit)-st.next)
+			if n <= 0 && st.next < st.end {
+				continue // blocked by flow control
+			}
+			st.next += n
+			sv.fifo = append(sv.fifo, frame{kind: frameData, id: st.id, n: n, end: st.next >= st.end})
+			sv.buffered += n
+			sv.rr = (sv.rr + k + 1) % len(sv.streams)
+			wrote = true
+			break
+		}
+		// Drop finished and reset streams.
+		live := sv.streams[:0]
+		for _, st := range sv.streams {
+			if !st.reset && st.next < st.end {
+				live = append(live, st)
+			}
+		}
+		sv.streams = live
+		if !wrote {
+			break
+		}
+	}
+	m.kick(p)
+}
+
+// kick starts the link on the next buffered frame.
+func (m *sim) kick(p PathID) {
+	sv := m.srv[p]
+	if sv.busy || len(sv.fifo) == 0 || sv.down {
+		return
+	}
+	f := sv.fifo[0]
+	sv.fifo = sv.fifo[1:]
+	sv.busy = true
+	wire := f.n + 9 // frame header
+	ser := time.Duration(float64(wire) / m.rate(p) * 1e9)
+	m.at(m.now+ser, func() {
+		sv.busy = false
+		sv.buffered -= f.n
+		m.at(m.now+m.half(p), func() { m.arrive(p, f) })
+		m.fill(p)
+		m.kick(p)
+	})
+}
+
+func (m *sim) arrive(p PathID, f frame) {
+	if m.srv[p].down {
+		return
+	}
+	if m.res.Done >= 0 {
+		// Tail bytes still arriving after the download completed.
+		m.res.Wasted[p] += f.n
+		return
+	}
+	now := m.clock()
+	switch f.kind {
+	case framePong:
+		m.apply(m.s.OnRTT(now, p, m.now-f.sentAt))
+		return
+	case frameHeaders:
+		if m.cli[f.id].closed {
+			return
+		}
+		acts, err := m.s.OnHeaders(now, f.id, f.status, f.size)
+		if err != nil {
+			m.fail("OnHeaders: %v", err)
+			return
+		}
+		m.apply(acts)
+		return
+	}
+	if gap := m.now - m.lastArr[p]; m.lastArr[p] > 0 && gap > 3*time.Duration(float64(simFrame)/m.rate(p)*1e9) {
+		m.res.Idle[p] += gap
+	}
+	m.lastArr[p] = m.now
+	before := m.res.Delivered[p]
+	if !m.cli[f.id].closed {
+		m.apply(m.s.OnData(now, f.id, f.n))
+		if f.end && m.res.Done < 0 {
+			m.apply(m.s.OnStreamEnd(now, f.id))
+		}
+	}
+	m.res.Wasted[p] += f.n - (m.res.Delivered[p] - before)
+}
+
+func (m *sim) ping(p PathID) {
+	if m.srv[p].down || m.res.Done >= 0 {
+		return
+	}
+	sent := m.now
+	m.toServer(p, func(sv *server) {
+		sv.fifo = append(sv.fifo, frame{kind: framePong, sentAt: sent})
+		m.kick(p)
+	})
+	m.at(m.now+100*time.Millisecond, func() { m.ping(p) })
+}
+
+func (m *sim) pathDown(p PathID) {
+	if m.res.Done >= 0 {
+		return
+	}
+	sv := m.srv[p]
+	sv.down = true
+	sv.fifo, sv.streams = nil, nil
+	for _, cs := range m.cli {
+		if cs.path == p {
+			cs.closed = true
+		}
+	}
+	acts, err := m.s.OnPathDown(m.clock(), p)
+	if err != nil {
+		m.fail("OnPathDown: %v", err)
+		return
+	}
+	m.apply(acts)
+}
+
+// simRand is a small seeded generator, so runs repeat exactly.
+type simRand struct{ x uint64 }
+
+func newSimRand(seed uint64) *simRand { return &simRand{x: seed*0x9E3779B97F4A7C15 + 1} }
+
+func (r *simRand) next() uint64 {
+	r.x ^= r.x << 13
+	r.x ^= r.x >> 7
+	r.x ^= r.x << 17
+	return r.x
+}
+
+func (r *simRand) float() float64 { return float64(r.next()>>11) / (1 << 53) }
+
+func (r *simRand) intn(n int) int { return int(r.next() % uint64(n)) }
