@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shunt-net/shunt/netem"
+	"github.com/shunt-net/shunt/testbed"
+)
+
+var netCmd = &Command{
+	Name:  "net",
+	Usage: "net shell [link options] [--topology single|twopath|multihomed] [--server CMD] -- CMD... | net check [NAME...] [--json] | net cleanup",
+	Short: "run a command over an emulated link (net shell), check the emulator's accuracy, remove stale namespaces",
+}
+
+func init() {
+	netCmd.Run = runNet
+	Register(netCmd)
+}
+
+func runNet(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(os.Stderr, "usage: shunt %s\n", netCmd.Usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "shell":
+		return runNetShell(ctx, args[1:])
+	case "check":
+		return runNetCheck(ctx, args[1:], os.Stdout)
+	case "cleanup":
+		removed, err := testbed.CleanupStale()
+		for _, n := range removed {
+			fmt.Println("removed", n)
+		}
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "usage: shunt %s\n", netCmd.Usage)
+	return fmt.Errorf("unknown net subcommand %q (want shell, check or cleanup)", args[0])
+}
+
+// linkFlags are the link options of `net shell`: each applies to both
+// directions unless its --up-/--down- form overrides it.
+type linkFlags struct {
+	both, up, down map[string]*string
+}
+
+var linkKeys = []struct{ key, help string }{
+	{"delay", "one-way `DELAY` (RTT is twice it), e.g. 25ms"},
+	{"rate", "`RATE` such as 10Mbit, or trace:FILE / step:FILE (default unlimited)"},
+	{"trace", "bandwidth trace `FILE` (mahimahi or step format, chosen by LoadTrace)"},
+	{"loss", "random loss: `LOSS` such as 1.5% or ge:p=0.01,r=0.3"},
+	{"queue", "bottleneck `QUEUE`: droptail[:packets=N|bytes=N], fq[...], codel[...]"},
+}
+
+func addLinkFlags(fs *flag.FlagSet) *linkFlags {
+	lf := &linkFlags{map[string]*string{}, map[string]*string{}, map[string]*string{}}
+	for _, k := range linkKeys {
+		lf.both[k.key] = fs.String(k.key, "", k.help+", both directions")
+		lf.up[k.key] = fs.String("up-"+k.key, "", "client-to-server "+k.key)
+		lf.down[k.key] = fs.String("down-"+k.key, "", "server-to-client "+k.key)
+	}
+	return lf
+}
+
+// configs returns the up and down link configurations the flags describe.
+func (lf *linkFlags) configs() (up, down netem.LinkConfig, err error) {
+	pick := func(dir map[string]*string, k string) string {
+		if v := *dir[k]; v != "" {
+			return v
+		}
+		return *lf.both[k]
+	}
+	build := func(dir map[string]*string, name string) (netem.LinkConfig, error) {
+		var c netem.LinkConfig
+		var errs []error
+		add := func(flag string, err error) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--%s (%s): %w", flag, name, err))
+			}
+		}
+		if v := pick(dir, "delay"); v != "" {
+			var err error
+			c.Delay, err = netem.ParseDelay(v)
+			add("delay", err)
+		}
+		if v := pick(dir, "rate"); v != "" {
+			var err error
+			c.RateBps, c.Trace, err = netem.ParseBandwidth(v)
+			add("rate", err)
+		}
+		if v := pick(dir, "trace"); v != "" {
+			if c.RateBps != 0 || c.Trace != nil {
+				add("trace", errors.New("give either a rate or a trace"))
+			} else {
+				var err error
+				c.Trace, err = netem.LoadTrace(v)
+				add("trace", err)
+			}
+		}
+		if v := pick(dir, "loss"); v != "" {
+			var err error
+			c.Loss, err = netem.ParseLoss(v)
+			add("loss", err)
+		}
+		if v := pick(dir, "queue"); v != "" {
+			var err error
+			c.Queue, err = netem.ParseQueue(v)
+			add("queue", err)
+		}
+		return c, errors.Join(errs...)
+	}
+	up, uerr := build(lf.up, "up")
+	down, derr := build(lf.down, "down")
+	return up, down, errors.Join(uerr, derr)
+}
+
+func runNetShell(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("net shell", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: shunt net shell [link options] [--topology single|twopath|multihomed] [--wifi SPEC] [--cell SPEC] [--server CMD] [--log DIR] [--seed N] -- CMD [ARGS...]")
+		fmt.Fprintln(fs.Output(), "\nRuns CMD in the client namespace over the emulated link(s); the link options set every path,")
+		fmt.Fprintln(fs.Output(), "--wifi/--cell replace a path's link in both directions (\"rate=10Mbit delay=25ms loss=1%\").")
+		fs.PrintDefaults()
+	}
+	lf := addLinkFlags(fs)
+	topology := fs.String("topology", "single", "`single`, twopath (wifi+cell to one server) or multihomed (wifi to server A, cell to server B)")
+	wifi := fs.String("wifi", "", "link `SPEC` of the wifi path (twopath, multihomed)")
+	cell := fs.String("cell", "", "link `SPEC` of the cell path (twopath, multihomed)")
+	server := fs.String("server", "", "shell `CMD` started in the server namespace(s) first")
+	logDir := fs.String("log", "", "write per-direction link logs into `DIR`")
+	seed := fs.Int64("seed", 1, "`SEED` of the loss models")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmdArgs := fs.Args()
+	if len(cmdArgs) == 0 {
+		fs.Usage()
+		return errors.New("no command given (put it after --)")
+	}
+	up, down, err := lf.configs()
+	if err != nil {
+		return err
+	}
+	pathSpec := func(name, spec string) (testbed.PathSpec, error) {
+		p := testbed.PathSpec{Name: name, Up: up, Down: down}
+		if spec != "" {
+			c, err := netem.ParseLinkSpec(spec)
+			if err != nil {
+				return p, fmt.Errorf("--%s: %w", name, err)
+			}
+			p.Up, p.Down = c, c
+		}
+		return p, nil
+	}
+	opts := testbed.Options{LogDir: *logDir, Seed: *seed}
+	var n *testbed.Net
+	switch *topology {
+	case "single":
+		if *wifi != "" || *cell != "" {
+			return errors.New("--wifi and --cell need --topology twopath or multihomed")
+		}
+		n, err = testbed.NewSingle(ctx, testbed.PathSpec{Up: up, Down: down}, opts)
+	case "twopath", "multihomed":
+		w, werr := pathSpec("wifi", *wifi)
+		c, cerr := pathSpec("cell", *cell)
+		if err := errors.Join(werr, cerr); err != nil {
+			return err
+		}
+		if *topology == "twopath" {
+			n, err = testbed.NewTwoPath(ctx, w, c, opts)
+		} else {
+			n, err = testbed.NewMultiHomed(ctx, w, c, opts)
+		}
+	default:
+		return fmt.Errorf("--topology %q: want single, twopath or multihomed", *topology)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintf(os.Stderr, "shunt net: emulator CPU %v\n", n.EmulatorCPU().Round(time.Millisecond))
+		if cerr := n.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "shunt net: teardown: %v\n", cerr)
+		}
+	}()
+
+	env := os.Environ()
+	for i, p := range n.Paths {
+		fmt.Fprintf(os.Stderr, "shunt net: path %s: client %s (%s) -> server %s in %s; up: %s; down: %s\n",
+			p.Name, p.ClientAddr, p.ClientIface, p.ServerAddr, p.Server.Name, pathConfig(n, i, true), pathConfig(n, i, false))
+		env = append(env, fmt.Sprintf("SHUNT_%s_ADDR=%s", strings.ToUpper(p.Name), p.ClientAddr), fmt.Sprintf("SHUNT_%s_SERVER=%s", strings.ToUpper(p.Name), p.ServerAddr))
+	}
+	env = append(env, "SHUNT_SERVER="+n.Paths[0].ServerAddr.String())
+	fmt.Fprintf(os.Stderr, "shunt net: server address %s (also in $SHUNT_SERVER)\n", n.Paths[0].ServerAddr)
+
+	if *server != "" {
+		for _, s := range n.Servers {
+			srv := s.Command(ctx, "sh", "-c", *server)
+			srv.Env, srv.Stdout, srv.Stderr = env, os.Stderr, os.Stderr
+			if err := srv.Start(); err != nil {
+				return fmt.Errorf("--server %q in %s: %w", *server, s.Name, err)
+			}
+			// Close kills whatever still runs in the namespace; Wait reaps it.
+			defer srv.Wait()
+			if err := testbed.WaitListening(ctx, s, 3*time.Second); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				fmt.Fprintf(os.Stderr, "shunt net: --server: %v; starting the command anyway\n", err)
+			}
+		}
+	}
+
+	cmd := n.Client.Command(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
+	// On Ctrl-C the terminal already signalled the command; give it a moment
+	// to exit on its own before the kill.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s: %w", strings.Join(cmdArgs, " "), err)
+	}
+	return nil
+}
+
+func pathConfig(n *testbed.Net, i int, up bool) string {
+	c, err := n.LinkConfig(n.Paths[i].Name, map[bool]testbed.Direction{true: testbed.Up, false: testbed.Down}[up])
+	if err != nil {
+		return err.Error()
+	}
+	return c.String()
+}
+
+func runNetCheck(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("net check", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object per check")
+	fs.Usage = func() {
+		names := make([]string, len(testbed.Checks))
+		for i, c := range testbed.Checks {
+			names[i] = c.Name
+		}
+		fmt.Fprintf(fs.Output(), "usage: shunt net check [--json] [NAME...]\n\nMeasures the emulator's accuracy (needs root); checks: %s\n", strings.Join(names, " "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, a := range fs.Args() {
+		want[a] = true
+	}
+	var failed []string
+	ran := 0
+	for _, c := range testbed.Checks {
+		if len(want) > 0 && !want[c.Name] {
+			continue
+		}
+		delete(want, c.Name)
+		ran++
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		r, err := c.Run(cctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("check %s: %w", c.Name, err)
+		}
+		if *asJSON {
+			b, _ := json.Marshal(r)
+			fmt.Fprintln(out, string(b))
+		} else {
+			fmt.Fprintln(out, r)
+		}
+		if !r.Pass {
+			failed = append(failed, r.Name)
+		}
+	}
+	for n := range want {
+		return fmt.Errorf("unknown check %q", n)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d checks off target: %s (the machine's load shows in these figures; see docs/testbed.md)", len(failed), ran, strings.Join(failed, ", "))
+	}
+	return nil
+}

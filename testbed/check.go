@@ -1,0 +1,423 @@
+package testbed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/shunt-net/shunt/netem"
+	"golang.org/x/sys/unix"
+)
+
+// CheckResult is one accuracy figure of the testbed with the configuration
+// that produced it.
+type CheckResult struct {
+	Name        string        `json:"name"`
+	Config      string        `json:"config"`
+	Measured    float64       `json:"measured"`
+	Unit        string        `json:"unit"`
+	Target      string        `json:"target"`
+	Pass        bool          `json:"pass"`
+	Detail      string        `json:"detail,omitempty"`
+	EmulatorCPU time.Duration `json:"emulator_cpu_ns"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	Sock        *SockOpts     `json:"sock,omitempty"` // as read back from the sending socket
+}
+
+func (r CheckResult) String() string {
+	verdict := "FAIL"
+	if r.Pass {
+		verdict = "ok"
+	}
+	s := fmt.Sprintf("%-10s %-4s %10.3f %-8s target %s; %s; emulator CPU %v over %v (%.0f%% of one core)",
+		r.Name, verdict, r.Measured, r.Unit, r.Target, r.Config,
+		r.EmulatorCPU.Round(time.Millisecond), r.Elapsed.Round(time.Millisecond), 100*r.EmulatorCPU.Seconds()/r.Elapsed.Seconds())
+	if r.Sock != nil {
+		s += fmt.Sprintf("; sender cc=%s mptcp=%v", r.Sock.CC, r.Sock.MPTCP)
+	}
+	if r.Detail != "" {
+		s += "; " + r.Detail
+	}
+	return s
+}
+
+// Check is one named accuracy check; each takes a few seconds.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context) (CheckResult, error)
+}
+
+// Checks are the accuracy checks of docs/testbed.md, in the order printed by
+// `shunt net check`. Bulk flows use cubic, set per socket.
+var Checks = []Check{
+	{"rtt", CheckRTT},
+	{"rate10", func(ctx context.Context) (CheckResult, error) { return CheckRate(ctx, 10e6) }},
+	{"rate100", func(ctx context.Context) (CheckResult, error) { return CheckRate(ctx, 100e6) }},
+	{"capacity", CheckCapacity},
+	{"loss", CheckLoss},
+	{"mptcp", CheckMPTCP},
+}
+
+// bulkOpts are the socket options of every check's bulk flow.
+var bulkOpts = SockOpts{CC: "cubic"}
+
+// CheckRTT measures the TCP connect time (one RTT) over a link with 25 ms of
+// delay each way: the median of 100 connects must be within 1 ms of 50 ms.
+func CheckRTT(ctx context.Context) (CheckResult, error) {
+	spec := PathSpec{Up: netem.LinkConfig{Delay: 25 * time.Millisecond}, Down: netem.LinkConfig{Delay: 25 * time.Millisecond}}
+	r := CheckResult{Name: "rtt", Config: "delay 25ms each way, unlimited rate, median of 100 TCP connects", Unit: "ms", Target: "50 ± 1 ms"}
+	n, err := NewSingle(ctx, spec, Options{})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	p := n.Paths[0]
+	l, err := p.Server.Listen("tcp", netip.AddrPortFrom(p.ServerAddr, 0).String(), bulkOpts)
+	if err != nil {
+		return r, err
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	start, cpu0 := time.Now(), n.EmulatorCPU()
+	rtts := make([]float64, 0, 100)
+	d := bulkOpts.dialer("tcp")
+	// One trip into the namespace for all connects, so the time measured is
+	// the connect alone.
+	err = n.Client.Do(func() error {
+		for range 100 {
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			t0 := time.Now()
+			c, err := d.DialContext(dctx, "tcp", l.Addr().String())
+			rtt := time.Since(t0)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("connect to %v: %w", l.Addr(), err)
+			}
+			c.Close()
+			rtts = append(rtts, float64(rtt)/1e6)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Elapsed, r.EmulatorCPU = time.Since(start), n.EmulatorCPU()-cpu0
+	slices.Sort(rtts)
+	r.Measured = rtts[len(rtts)/2]
+	r.Detail = fmt.Sprintf("min %.3f p90 %.3f max %.3f ms", rtts[0], rtts[len(rtts)*9/10], rtts[len(rtts)-1])
+	r.Pass = r.Measured >= 49 && r.Measured <= 51
+	return r, nil
+}
+
+// CheckRate measures one cubic flow's goodput (server to client) over a link of
+// rateBps with 10 ms of delay each way and a drop-tail queue of two
+// bandwidth-delay products, after a 1 s warm-up. The target is within 5% of
+// the rate. (The default 1000-packet queue holds 1.2 s at 10 Mbit/s: cubic
+// fills it, and its loss recovery at that RTT makes a 3 s window a lottery.)
+func CheckRate(ctx context.Context, rateBps float64) (CheckResult, error) {
+	const delay = 10 * time.Millisecond
+	bdp := rateBps / 8 * (2 * delay).Seconds() / MTU
+	link := netem.LinkConfig{Delay: delay, RateBps: rateBps, Queue: netem.QueueConfig{Packets: int(math.Ceil(2 * bdp))}}
+	r := CheckResult{Name: fmt.Sprintf("rate%g", rateBps/1e6), Config: link.String() + " each way, goodput of 1 cubic flow over 3 s after 1 s", Unit: "Mbit/s",
+		Target: fmt.Sprintf(">= %.2f Mbit/s (95%%)", rateBps*0.95/1e6)}
+	n, err := NewSingle(ctx, PathSpec{Up: link, Down: link}, Options{})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	b, err := download(ctx, n, n.Paths[0], bulkOpts, time.Second, 3*time.Second)
+	if err != nil {
+		return r, err
+	}
+	b.fill(&r)
+	r.Pass = b.bps >= 0.95*rateBps && b.bps <= 1.01*rateBps
+	r.Detail = "wire-level ceiling is 96.5% of the rate (1448 payload bytes per 1500-byte packet)"
+	return r, nil
+}
+
+// CheckCapacity measures one cubic flow's goodput over an unshaped link: the
+// emulator's own forwarding capacity, with the CPU it costs.
+func CheckCapacity(ctx context.Context) (CheckResult, error) {
+	r := CheckResult{Name: "capacity", Config: "no delay, unlimited rate, goodput of 1 cubic flow over 3 s after 0.5 s (sender and receiver in this process)", Unit: "Mbit/s", Target: ">= 1000 Mbit/s"}
+	n, err := NewSingle(ctx, PathSpec{}, Options{})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	b, err := download(ctx, n, n.Paths[0], bulkOpts, 500*time.Millisecond, 3*time.Second)
+	if err != nil {
+		return r, err
+	}
+	b.fill(&r)
+	r.Pass = b.bps >= 1e9
+	return r, nil
+}
+
+// CheckLoss sends 25,000 numbered UDP datagrams over a link with 1.5%
+// independent loss on the way up, paced at about 9,000 a second, and counts
+// what arrives: the loss rate must be within 0.3 percentage points of 1.5%.
+func CheckLoss(ctx context.Context) (CheckResult, error) {
+	const total = 25000
+	up := netem.LinkConfig{Loss: netem.Bernoulli(0.015)}
+	r := CheckResult{Name: "loss", Config: fmt.Sprintf("up: %s, seed 1, %d UDP datagrams of 100 bytes", up, total), Unit: "%", Target: "1.5 ± 0.3 %"}
+	n, err := NewSingle(ctx, PathSpec{Up: up}, Options{Seed: 1})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	p := n.Paths[0]
+	pc, err := p.Server.ListenPacket("udp", netip.AddrPortFrom(p.ServerAddr, 0).String())
+	if err != nil {
+		return r, err
+	}
+	defer pc.Close()
+	// A receiver descheduled for a moment must not drop: take a large buffer
+	// past net.core.rmem_max (root may).
+	if err := setRcvBufForce(pc.(*net.UDPConn), 8<<20); err != nil {
+		return r, err
+	}
+	seen := make([]bool, total)
+	var got atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			k, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if i := binary.BigEndian.Uint32(buf); k >= 4 && int(i) < total && !seen[i] {
+				seen[i] = true
+				got.Add(1)
+			}
+		}
+	}()
+	c, err := n.Client.DialContext(ctx, "udp", pc.LocalAddr().String(), SockOpts{})
+	if err != nil {
+		return r, err
+	}
+	defer c.Close()
+	start, cpu0 := time.Now(), n.EmulatorCPU()
+	msg := make([]byte, 100)
+	var maxGap time.Duration
+	for i := range total {
+		binary.BigEndian.PutUint32(msg, uint32(i))
+		if _, err := c.Write(msg); err != nil {
+			return r, fmt.Errorf("send datagram %d: %w", i, err)
+		}
+		if i%10 == 9 {
+			// Pace with relative sleeps (about 1 ms per 10 datagrams), so a
+			// stall of this goroutine never turns into a catch-up burst that
+			// the client's TUN queue (500 packets) would drop.
+			t := time.Now()
+			if err := sleepCtx(ctx, time.Millisecond); err != nil {
+				return r, err
+			}
+			maxGap = max(maxGap, time.Since(t))
+		}
+	}
+	sleepCtx(ctx, 200*time.Millisecond) // let the last datagrams arrive
+	r.Elapsed, r.EmulatorCPU = time.Since(start), n.EmulatorCPU()-cpu0
+	pc.Close()
+	<-done
+	st, _ := n.Stats(p.Name, Up)
+	r.Measured = 100 * float64(total-got.Load()) / total
+	r.Detail = fmt.Sprintf("received %d of %d; the emulator read %d from the client's TUN and wrote %d (link loss %.3f%%); longest pause of the sender %v",
+		got.Load(), total, st.Read, st.Written, 100*float64(st.Read-st.Written)/float64(st.Read), maxGap.Round(time.Microsecond))
+	r.Pass = r.Measured >= 1.2 && r.Measured <= 1.8 && st.Read == total
+	return r, nil
+}
+
+// CheckMPTCP measures a kernel MPTCP download over TwoPath with wifi at
+// 10 Mbit/s and cell at 5 Mbit/s (10 ms of delay each way on both): at least
+// 13 Mbit/s, with two subflows.
+func CheckMPTCP(ctx context.Context) (CheckResult, error) {
+	wifi := netem.LinkConfig{Delay: 10 * time.Millisecond, RateBps: 10e6}
+	cell := netem.LinkConfig{Delay: 10 * time.Millisecond, RateBps: 5e6}
+	r := CheckResult{Name: "mptcp", Config: fmt.Sprintf("wifi %s, cell %s, each way; 1 MPTCP cubic download over 3 s after 1.5 s", wifi, cell), Unit: "Mbit/s", Target: ">= 13 Mbit/s"}
+	n, err := NewTwoPath(ctx, PathSpec{Up: wifi, Down: wifi}, PathSpec{Up: cell, Down: cell}, Options{})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	o := bulkOpts
+	o.MPTCP = true
+	o.Source = n.Paths[0].ClientAddr
+	b, err := download(ctx, n, n.Paths[0], o, 1500*time.Millisecond, 3*time.Second)
+	if err != nil {
+		return r, err
+	}
+	b.fill(&r)
+	w, _ := n.Stats("wifi", Down)
+	c, _ := n.Stats("cell", Down)
+	r.Detail = fmt.Sprintf("%d subflows; bytes down wifi %d, cell %d", b.subflows, w.WrittenBytes, c.WrittenBytes)
+	r.Pass = b.bps >= 13e6 && b.subflows >= 2
+	return r, nil
+}
+
+type bulkResult struct {
+	bps      float64
+	window   time.Duration
+	cpu      time.Duration
+	sock     SockOpts
+	subflows int
+}
+
+func (b bulkResult) fill(r *CheckResult) {
+	r.Measured, r.Elapsed, r.EmulatorCPU, r.Sock = b.bps/1e6, b.window, b.cpu, &b.sock
+}
+
+// download runs one bulk transfer from the path's server to the client: the
+// client dials with o, the server sends with o (inherited from its listener)
+// until the client hangs up. Goodput is what the client received in dur after
+// warm.
+func download(ctx context.Context, n *Net, p Path, o SockOpts, warm, dur time.Duration) (bulkResult, error) {
+	var res bulkResult
+	lo := o
+	lo.Source = netip.Addr{}
+	l, err := p.Server.Listen("tcp", netip.AddrPortFrom(p.ServerAddr, 0).String(), lo)
+	if err != nil {
+		return res, err
+	}
+	defer l.Close()
+	type accepted struct {
+		c    net.Conn
+		sock SockOpts
+		err  error
+	}
+	acc := make(chan accepted, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			acc <- accepted{err: fmt.Errorf("accept: %w", err)}
+			return
+		}
+		s, err := ReadSockOpts(c)
+		acc <- accepted{c, s, err}
+		// Writes until the connection is closed below.
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, err := n.Client.DialContext(dctx, "tcp", l.Addr().String(), o)
+	cancel()
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	var s accepted
+	select {
+	case s = <-acc:
+	case <-time.After(5 * time.Second):
+		return res, fmt.Errorf("download from %v: no connection accepted", l.Addr())
+	}
+	if s.err != nil {
+		return res, s.err
+	}
+	defer s.c.Close()
+	var got atomic.Int64
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := c.Read(buf)
+			got.Add(int64(k))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := sleepCtx(ctx, warm); err != nil {
+		return res, err
+	}
+	b0, t0, cpu0 := got.Load(), time.Now(), n.EmulatorCPU()
+	if err := sleepCtx(ctx, dur); err != nil {
+		return res, err
+	}
+	b1, t1, cpu1 := got.Load(), time.Now(), n.EmulatorCPU()
+	if o.MPTCP {
+		res.subflows = mptcpSubflows(c)
+	}
+	res.window, res.cpu, res.sock = t1.Sub(t0), cpu1-cpu0, s.sock
+	res.bps = float64(b1-b0) * 8 / res.window.Seconds()
+	if b1 == 0 {
+		return res, fmt.Errorf("download from %v: nothing received: %w", l.Addr(), io.ErrUnexpectedEOF)
+	}
+	return res, nil
+}
+
+// mptcpSubflows is the number of subflows of an MPTCP socket: the initial one
+// plus mptcpi_subflows (the first byte of struct mptcp_info, which counts the
+// additional ones); 0 if the socket is plain TCP or the kernel says no.
+func mptcpSubflows(c net.Conn) int {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	const solMPTCP, mptcpInfo = 284, 1
+	var info [64]byte
+	n := 0
+	rc.Control(func(fd uintptr) {
+		l := uint32(len(info))
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, solMPTCP, mptcpInfo, uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&l)), 0)
+		if e == 0 && l > 0 {
+			n = 1 + int(info[0])
+		}
+	})
+	return n
+}
+
+func setRcvBufForce(c *net.UDPConn, n int) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set SO_RCVBUFFORCE %d: %w", n, serr)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
