@@ -1,0 +1,197 @@
+package drivers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/bench/emulated"
+	"github.com/shunt-net/shunt/internal/peers"
+)
+
+func TestShippedScenariosCheck(t *testing.T) {
+	for _, n := range bench.Shipped() {
+		s, _, err := bench.Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(bench.Drivers, &emulated.Factory{}); err != nil {
+			t.Errorf("shipped scenario %s: %v", n, err)
+		}
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	obj := bench.Object{Name: "o", Size: "10KB"}
+	for _, tc := range []struct {
+		driver string
+		params map[string]string
+		obj    bench.Object
+		want   string
+	}{
+		{"http", map[string]string{"proto": "h3"}, obj, `params.proto "h3"`},
+		{"http", map[string]string{"proto": "h2", "server": "apache"}, obj, `params.server "apache"`},
+		{"http", map[string]string{"proto": "h1", "server": "nginx"}, obj, "HTTP/1.1 runs against shunt only"},
+		{"http", map[string]string{"proto": "h1", "conns": "0"}, obj, `params.conns "0"`},
+		{"http", map[string]string{"proto": "h1", "connect": "lukewarm"}, obj, `params.connect "lukewarm"`},
+		{"http", map[string]string{"proto": "h1", "colour": "red"}, obj, "params.colour"},
+		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Size: "10 KB"}, `size "10 KB"`},
+		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Size: "10KB", Background: "1MB", BackgroundAfter: "2MB"}, "background_after"},
+		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 0, ImageSize: "1KB"}}, "page.images"},
+		{"tcp", map[string]string{"conns": "x"}, obj, `params.conns "x"`},
+		{"tcp", nil, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 1, ImageSize: "1KB"}}, "transfers a size only"},
+	} {
+		d, err := bench.Drivers.Lookup(tc.driver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Check(bench.Protocol{Name: "p", Driver: tc.driver, Params: tc.params}, tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v %+v: error %v, want %q", tc.driver, tc.params, tc.obj, err, tc.want)
+		}
+	}
+}
+
+// sweep runs a scenario end to end over the real testbed (root needed).
+func sweep(t *testing.T, yaml string) []*bench.Record {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces and TUN devices")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skipf("needs /dev/net/tun: %v", err)
+	}
+	s, err := bench.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var log strings.Builder
+	r := &bench.Runner{Scenario: s, Source: []byte(yaml), Networks: &emulated.Factory{}, OutDir: dir, Log: &log}
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("sweep: %v\nlog:\n%s", err, log.String())
+	}
+	recs, err := bench.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(bench.Plan(s)) {
+		t.Fatalf("%d records, want %d", len(recs), len(bench.Plan(s)))
+	}
+	for _, rec := range recs {
+		if !rec.OK() {
+			t.Errorf("run %s/%s/%s: %s", rec.Condition.Name, rec.Protocol.Name, rec.Object.Name, rec.Error)
+			continue
+		}
+		if rec.Sock.CC != "cubic" || rec.Sock.MPTCP {
+			t.Errorf("run %s/%s: client socket %+v, want cubic without MPTCP", rec.Protocol.Name, rec.Object.Name, rec.Sock)
+		}
+		if rec.EmulatorCPU <= 0 {
+			t.Errorf("run %s/%s: emulator CPU %v not measured", rec.Protocol.Name, rec.Object.Name, rec.EmulatorCPU)
+		}
+	}
+	return recs
+}
+
+const link = `
+conditions:
+  - name: lan
+    topology: single
+    paths:
+      - name: lan
+        down: &l {delay: 5ms, rate: 50Mbit}
+        up: *l
+`
+
+func TestTCPDriverOverTestbed(t *testing.T) {
+	recs := sweep(t, `
+name: tcp-test
+reps: 1
+seed: 1
+protocols:
+  - {name: tcp-1, driver: tcp, params: {conns: "1"}}
+  - {name: tcp-5, driver: tcp, params: {conns: "5"}}
+objects:
+  - {name: 1KB, size: 1KB}
+  - {name: 300KB, size: 300KB}
+`+link)
+	for _, rec := range recs {
+		m := rec.Metrics
+		// RTT 10 ms: the handshake takes at least one, the first byte another.
+		if !(m["open"] >= 0.010 && m["first_byte"] >= m["open"]+0.010 && m["last_byte"] >= m["first_byte"]) {
+			t.Errorf("%s/%s: open %v first %v last %v", rec.Protocol.Name, rec.Object.Name, m["open"], m["first_byte"], m["last_byte"])
+		}
+	}
+}
+
+func TestHTTPDriverOverTestbed(t *testing.T) {
+	protos := `
+protocols:
+  - {name: h1, driver: http, params: {proto: h1, conns: "6"}}
+  - {name: h2-shunt, driver: http, params: {proto: h2}}
+  - {name: h1-page, driver: http, params: {proto: h1, conns: "5", connect: cold}}
+  - {name: h2-tls, driver: http, params: {proto: h2, tls: "true"}}
+`
+	for _, p := range []string{peers.Nginx, peers.H2O} {
+		if err := peers.Available(p); err != nil {
+			t.Logf("skipping the %s row: %v", p, err)
+			continue
+		}
+		protos += "  - {name: h2-" + p + ", driver: http, params: {proto: h2, server: " + p + "}}\n"
+	}
+	recs := sweep(t, `
+name: http-test
+reps: 1
+seed: 1
+timeout: 30s
+`+protos+`
+objects:
+  - {name: alone, size: 10KB}
+  - {name: during, size: 10KB, background: 5MB, background_after: 300KB}
+  - {name: page, page: {html: 1KB, images: 5, image_size: 16KB}}
+`+link)
+	for _, rec := range recs {
+		if !rec.OK() {
+			continue
+		}
+		switch rec.Object.Name {
+		case "alone", "during":
+			if rec.Protocol.Name != "h1-page" && rec.Info["conn_reused"] != "true" {
+				t.Errorf("%s/%s: warm run on a new connection (info %v)", rec.Protocol.Name, rec.Object.Name, rec.Info)
+			}
+			if rec.Metrics["time"] < 0.010 {
+				t.Errorf("%s/%s: %v s, less than the 10 ms RTT", rec.Protocol.Name, rec.Object.Name, rec.Metrics["time"])
+			}
+			if rec.Object.Name == "during" && rec.Counts["background_bytes_at_request"] < 300e3 {
+				t.Errorf("%s: object requested after %v background bytes, want >= 300KB", rec.Protocol.Name, rec.Counts["background_bytes_at_request"])
+			}
+		case "page":
+			if rec.Metrics["plt"] < rec.Metrics["html"] || rec.Metrics["html"] < 0.010 {
+				t.Errorf("%s: plt %v html %v", rec.Protocol.Name, rec.Metrics["plt"], rec.Metrics["html"])
+			}
+		}
+		if want := map[string]string{"h2-nginx": "nginx", "h2-h2o": "h2o", "h2-shunt": "shunt"}[rec.Protocol.Name]; want != "" && !strings.Contains(rec.Info["server"], want) {
+			t.Errorf("%s: server %q", rec.Protocol.Name, rec.Info["server"])
+		}
+		want := map[bool]string{true: "HTTP/1.1", false: "HTTP/2.0"}[strings.HasPrefix(rec.Protocol.Name, "h1")]
+		if rec.Protocol.Name == "h2-tls" {
+			want = "HTTP/2.0 over TLS 1.3 (ALPN h2)"
+		}
+		if rec.Info["http"] != want {
+			t.Errorf("%s: responses were %q, want %s", rec.Protocol.Name, rec.Info["http"], want)
+		}
+		conns := rec.Counts["connections"]
+		if strings.HasPrefix(rec.Protocol.Name, "h2") && conns != 1 || conns < 1 || conns > 6 {
+			t.Errorf("%s/%s: %v connections", rec.Protocol.Name, rec.Object.Name, conns)
+		}
+		if !strings.HasPrefix(rec.Info["server_cc"], "cubic") {
+			t.Errorf("%s: server cc %q, want cubic", rec.Protocol.Name, rec.Info["server_cc"])
+		}
+	}
+}

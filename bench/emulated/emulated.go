@@ -1,0 +1,196 @@
+// Package emulated builds the networks of bench conditions with package
+// testbed: namespaces joined by user-space emulated links (netem).
+package emulated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/netem"
+	"github.com/shunt-net/shunt/testbed"
+)
+
+// Factory is the bench.NetworkFactory of real runs (root needed).
+type Factory struct {
+	// LogDir, if set, receives each condition's link logs (one per path and
+	// direction, see testbed.Options.LogDir) in a subdirectory named after it.
+	LogDir string
+}
+
+// Check parses every link text of the condition without building anything.
+func (f *Factory) Check(c bench.Condition) error {
+	var errs []error
+	for i, p := range c.Paths {
+		for _, d := range []struct {
+			name string
+			l    bench.LinkSpec
+		}{{"up", p.Up}, {"down", p.Down}} {
+			if _, err := LinkConfig(d.l, fmt.Sprintf("paths[%d].%s", i, d.name)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LinkConfig converts a scenario's link texts into the emulator's
+// configuration; field prefixes the names in errors.
+func LinkConfig(l bench.LinkSpec, field string) (netem.LinkConfig, error) {
+	var c netem.LinkConfig
+	var errs []error
+	wrap := func(name, v string, err error) {
+		if err != nil {
+			errs = append(errs, &bench.FieldError{Field: field + "." + name, Value: v, Err: err})
+		}
+	}
+	var err error
+	if l.Delay != "" {
+		c.Delay, err = netem.ParseDelay(l.Delay)
+		wrap("delay", l.Delay, err)
+	}
+	if l.Rate != "" {
+		c.RateBps, err = netem.ParseRate(l.Rate)
+		wrap("rate", l.Rate, err)
+	}
+	if l.Trace != "" {
+		c.Trace, err = netem.LoadTrace(l.Trace)
+		wrap("trace", l.Trace, err)
+	}
+	if l.Loss != "" {
+		c.Loss, err = netem.ParseLoss(l.Loss)
+		wrap("loss", l.Loss, err)
+	}
+	if l.Queue != "" {
+		c.Queue, err = netem.ParseQueue(l.Queue)
+		wrap("queue", l.Queue, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// Build creates the condition's topology.
+func (f *Factory) Build(ctx context.Context, c bench.Condition, seed int64) (bench.Network, error) {
+	specs := make([]testbed.PathSpec, len(c.Paths))
+	for i, p := range c.Paths {
+		up, err := LinkConfig(p.Up, fmt.Sprintf("paths[%d].up", i))
+		if err != nil {
+			return nil, err
+		}
+		down, err := LinkConfig(p.Down, fmt.Sprintf("paths[%d].down", i))
+		if err != nil {
+			return nil, err
+		}
+		specs[i] = testbed.PathSpec{Name: p.Name, Up: up, Down: down}
+	}
+	o := testbed.Options{Seed: seed}
+	if f.LogDir != "" {
+		o.LogDir = filepath.Join(f.LogDir, c.Name)
+	}
+	var (
+		n   *testbed.Net
+		err error
+	)
+	switch c.Topology {
+	case "single":
+		n, err = testbed.NewSingle(ctx, specs[0], o)
+	case "twopath":
+		n, err = testbed.NewTwoPath(ctx, specs[0], specs[1], o)
+	case "multihomed":
+		if len(specs) != 2 {
+			return nil, fmt.Errorf("topology multihomed: the testbed builds 2 paths, the condition has %d", len(specs))
+		}
+		n, err = testbed.NewMultiHomed(ctx, specs[0], specs[1], o)
+	default:
+		return nil, fmt.Errorf("unknown topology %q", c.Topology)
+	}
+	if err != nil {
+		return nil, err
+	}
+	desc := map[string]string{"emulator": "shunt testbed: namespaces, TUN, user-space netem links"}
+	for _, p := range specs {
+		desc["link "+p.Name+" up"] = p.Up.String()
+		desc["link "+p.Name+" down"] = p.Down.String()
+	}
+	return &network{n: n, desc: desc}, nil
+}
+
+type network struct {
+	n    *testbed.Net
+	desc map[string]string
+}
+
+func (w *network) Client() bench.Host { return host{w.n.Client} }
+
+func (w *network) Servers() []bench.Host {
+	hs := make([]bench.Host, len(w.n.Servers))
+	for i, s := range w.n.Servers {
+		hs[i] = host{s}
+	}
+	return hs
+}
+
+func (w *network) Paths() []bench.PathInfo {
+	ps := make([]bench.PathInfo, len(w.n.Paths))
+	for i, p := range w.n.Paths {
+		ps[i] = bench.PathInfo{Name: p.Name, ClientIface: p.ClientIface, ClientAddr: p.ClientAddr.String(), ServerAddr: p.ServerAddr.String()}
+	}
+	return ps
+}
+
+func (w *network) EmulatorCPU() (time.Duration, error) { return w.n.EmulatorCPU(), nil }
+func (w *network) Describe() map[string]string         { return w.desc }
+func (w *network) Close() error                        { return w.n.Close() }
+
+type host struct{ ns *testbed.NS }
+
+func (h host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return h.ns.Command(ctx, name, args...)
+}
+
+func (h host) Do(fn func() error) error { return h.ns.Do(fn) }
+
+func (h host) Name() string { return h.ns.Name }
+
+func (h host) DialContext(ctx context.Context, network, addr string, o bench.SockOpts) (net.Conn, error) {
+	so, err := sockOpts(o)
+	if err != nil {
+		return nil, err
+	}
+	return h.ns.DialContext(ctx, network, addr, so)
+}
+
+func (h host) Listen(network, addr string, o bench.SockOpts) (net.Listener, error) {
+	so, err := sockOpts(o)
+	if err != nil {
+		return nil, err
+	}
+	return h.ns.Listen(network, addr, so)
+}
+
+func sockOpts(o bench.SockOpts) (testbed.SockOpts, error) {
+	so := testbed.SockOpts{CC: o.CC, NotSentLowat: o.NotSentLowat, MPTCP: o.MPTCP}
+	if o.Source != "" {
+		a, err := netip.ParseAddr(o.Source)
+		if err != nil {
+			return so, fmt.Errorf("source address %q: %w", o.Source, err)
+		}
+		so.Source = a
+	}
+	return so, nil
+}
+
+// ReadSockOpts reads back what the kernel uses on a connection.
+func ReadSockOpts(c net.Conn) (bench.SockOpts, error) {
+	o, err := testbed.ReadSockOpts(c)
+	so := bench.SockOpts{CC: o.CC, NotSentLowat: o.NotSentLowat, MPTCP: o.MPTCP}
+	if o.Source.IsValid() {
+		so.Source = o.Source.String()
+	}
+	return so, err
+}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Run is one measurement: a condition, a protocol, an object and a repetition.
+type Run struct {
+	ID        string    `json:"id"`
+	Scenario  string    `json:"scenario"`
+	Condition Condition `json:"condition"`
+	Protocol  Protocol  `json:"protocol"`
+	Object    Object    `json:"object"`
+	Rep       int       `json:"rep"`
+	// Seed is derived from the scenario seed and the run ID, so a run is
+	// repeatable on its own.
+	Seed int64 `json:"seed"`
+}
+
+// Labels name the summary cell a run belongs to.
+func (r *Run) Labels(metric string) Labels {
+	return Labels{Condition: r.Condition.Name, Protocol: r.Protocol.Name, Object: r.Object.Name, Metric: metric}
+}
+
+// RunID is a stable identifier of a run: a hash of everything that defines
+// it (the full condition, protocol and object, the scenario's seed and the
+// repetition). Renaming the scenario or editing its description keeps IDs;
+// changing a link, a parameter or an object makes new ones, so resume never
+// mistakes an old measurement for a new one.
+func RunID(seed int64, c Condition, p Protocol, o Object, rep int) string {
+	// encoding/json sorts map keys, so the encoding is canonical.
+	b, err := json.Marshal(struct {
+		Seed      int64
+		Condition Condition
+		Protocol  Protocol
+		Object    Object
+		Rep       int
+	}{seed, c, p, o, rep})
+	if err != nil {
+		panic("bench: run config not encodable: " + err.Error()) // only plain types
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// Plan expands a scenario into its runs, grouped by condition then protocol
+// (so a network and a server are set up once for their group), repetitions
+// outermost within a group so slow drifts spread over all objects.
+func Plan(s *Scenario) []*Run {
+	var runs []*Run
+	for _, c := range s.Conditions {
+		for _, p := range s.Protocols {
+			for rep := 0; rep < s.Reps; rep++ {
+				for _, o := range s.Objects {
+					id := RunID(s.Seed, c, p, o, rep)
+					runs = append(runs, &Run{ID: id, Scenario: s.Name, Condition: c, Protocol: p, Object: o, Rep: rep, Seed: runSeed(s.Seed, id)})
+				}
+			}
+		}
+	}
+	return runs
+}
+
+func runSeed(seed int64, id string) int64 {
+	h := sha256.Sum256([]byte(strconv.FormatInt(seed, 10) + "/" + id))
+	return int64(binary.BigEndian.Uint64(h[:8]) >> 1)
+}
+
+// Shard selects part i (1-based) of n of a sweep.
+type Shard struct{ I, N int }
+
+// ParseShard parses "i/n" with 1 <= i <= n.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 1 <= i <= n, e.g. 2/4", s)
+	}
+	return Shard{I: i, N: n}, nil
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
+
+// Has reports whether the run with this ID belongs to the shard. The choice
+// depends on the ID alone, so every machine computes the same partition and
+// adding runs to a scenario does not move the existing ones between shards.
+func (s Shard) Has(id string) bool {
+	if s.N <= 1 {
+		return true
+	}
+	v, err := strconv.ParseUint(id[:8], 16, 64)
+	if err != nil {
+		panic("bench: run ID not hex: " + id)
+	}
+	return int(v%uint64(s.N)) == s.I-1
+}

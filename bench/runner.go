@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Runner executes a scenario's runs into an output directory.
+type Runner struct {
+	Scenario *Scenario
+	// Source is the scenario text, copied to OutDir/scenario.yaml so merge and
+	// later readers know what was run.
+	Source   []byte
+	Drivers  *Registry      // nil: the process-wide Drivers
+	Networks NetworkFactory // builds each condition's network
+	OutDir   string
+	Shard    Shard // zero value: the whole sweep
+	Progress Progress
+	Log      io.Writer        // nil: discard
+	Now      func() time.Time // nil: time.Now
+}
+
+// ScenarioFile is the copy of the scenario kept in an output directory.
+const ScenarioFile = "scenario.yaml"
+
+// Run executes every run of the shard that runs.jsonl does not already hold
+// as a success, appending one record per run. It builds each condition's
+// network once and starts each protocol once per condition, and tears all of
+// it down before returning, also when ctx is cancelled (Ctrl-C). Failed runs
+// are recorded with their error and the sweep goes on; Run returns an error
+// only when the sweep itself could not go on.
+func (r *Runner) Run(ctx context.Context) error {
+	reg := r.Drivers
+	if reg == nil {
+		reg = Drivers
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Log == nil {
+		r.Log = io.Discard
+	}
+	if r.Progress == nil {
+		r.Progress = nopProgress{}
+	}
+	if err := r.Scenario.Check(reg, r.Networks); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.OutDir, 0o755); err != nil {
+		return err
+	}
+	if r.Source != nil {
+		if err := os.WriteFile(filepath.Join(r.OutDir, ScenarioFile), r.Source, 0o644); err != nil {
+			return err
+		}
+	}
+	runsFile := filepath.Join(r.OutDir, RunsFile)
+	old, err := ReadRecords(runsFile)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	done := map[string]bool{}
+	for _, rec := range old {
+		if rec.Scenario != r.Scenario.Name {
+			return fmt.Errorf("%s holds runs of scenario %q, not %q: use another --out", runsFile, rec.Scenario, r.Scenario.Name)
+		}
+		if rec.OK() {
+			done[rec.ID] = true
+		}
+	}
+	var todo []*Run
+	inShard := 0
+	for _, run := range Plan(r.Scenario) {
+		if !r.Shard.Has(run.ID) {
+			continue
+		}
+		inShard++
+		if !done[run.ID] {
+			todo = append(todo, run)
+		}
+	}
+	w, err := openRecordWriter(runsFile)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	r.Progress.Start(len(todo), inShard-len(todo))
+	defer r.Progress.Finish()
+	for len(todo) > 0 {
+		n := 1
+		for n < len(todo) && todo[n].Condition.Name == todo[0].Condition.Name {
+			n++
+		}
+		if err := r.runCondition(ctx, reg, w, todo[:n]); err != nil {
+			return err
+		}
+		todo = todo[n:]
+	}
+	return nil
+}
+
+// runCondition runs one condition's runs (consecutive in the plan) on one network.
+func (r *Runner) runCondition(ctx context.Context, reg *Registry, w *recordWriter, runs []*Run) (err error) {
+	cond := runs[0].Condition
+	fail := func(runs []*Run, what string, cause error) error {
+		for _, run := range runs {
+			rec := &Record{Run: *run, Start: r.Now(), Shard: r.shardLabel(), Error: fmt.Sprintf("%s: %v", what, cause)}
+			if err := r.record(w, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.Networks == nil {
+		return fail(runs, "condition "+cond.Name, errors.New("no network factory"))
+	}
+	seed := conditionSeed(r.Scenario.Seed, cond.Name)
+	nw, err := r.Networks.Build(ctx, cond, seed)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fail(runs, "building network for condition "+cond.Name, err)
+	}
+	defer func() {
+		if cerr := nw.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("tearing down network of condition %s: %w", cond.Name, cerr)
+		}
+	}()
+	dir, err := os.MkdirTemp("", "shunt-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env := &Env{Condition: cond, Net: nw, Scenario: r.Scenario, Dir: dir, Log: r.Log}
+	netDesc := nw.Describe()
+	stamp := func(rec *Record) { rec.Network, rec.NetSeed = netDesc, seed }
+	for len(runs) > 0 {
+		n := 1
+		for n < len(runs) && runs[n].Protocol.Name == runs[0].Protocol.Name {
+			n++
+		}
+		if err := r.runProtocol(ctx, reg, w, env, stamp, runs[:n], fail); err != nil {
+			return err
+		}
+		runs = runs[n:]
+	}
+	return nil
+}
+
+func (r *Runner) runProtocol(ctx context.Context, reg *Registry, w *recordWriter, env *Env, stamp func(*Record), runs []*Run, fail func([]*Run, string, error) error) (err error) {
+	p := runs[0].Protocol
+	d, err := reg.Lookup(p.Driver)
+	if err != nil {
+		return fail(runs, "protocol "+p.Name, err)
+	}
+	sess, err := d.Start(ctx, env, p)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fail(runs, fmt.Sprintf("starting %s (driver %s)", p.Name, p.Driver), err)
+	}
+	defer func() {
+		if cerr := sess.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stopping %s: %w", p.Name, cerr)
+		}
+	}()
+	for _, run := range runs {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec := r.runOne(ctx, env.Net, sess, run)
+		if ctx.Err() != nil {
+			return ctx.Err() // interrupted, not measured: resume will redo it
+		}
+		stamp(rec)
+		if err := r.record(w, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) runOne(ctx context.Context, nw Network, sess Session, run *Run) *Record {
+	rec := &Record{Run: *run, Start: r.Now(), Shard: r.shardLabel()}
+	cpu0, cpuErr := nw.EmulatorCPU()
+	rctx, cancel := context.WithTimeout(ctx, r.Scenario.RunTimeout())
+	res, err := sess.Run(rctx, run)
+	if err == nil && rctx.Err() != nil {
+		err = fmt.Errorf("run exceeded the scenario timeout %v", r.Scenario.RunTimeout())
+	}
+	cancel()
+	cpu1, cpuErr1 := nw.EmulatorCPU()
+	rec.Duration = r.Now().Sub(rec.Start).Seconds()
+	rec.Metrics, rec.Counts, rec.Sock = res.Metrics, res.Counts, res.Sock
+	rec.Info = map[string]string{}
+	for k, v := range sess.Info() {
+		rec.Info[k] = v
+	}
+	for k, v := range res.Info {
+		rec.Info[k] = v
+	}
+	switch {
+	case cpuErr != nil || cpuErr1 != nil:
+		rec.Info["emulator_cpu_error"] = fmt.Sprint(errors.Join(cpuErr, cpuErr1))
+	default:
+		rec.EmulatorCPU = (cpu1 - cpu0).Seconds()
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	return rec
+}
+
+func (r *Runner) record(w *recordWriter, rec *Record) error {
+	if err := w.Write(rec); err != nil {
+		return err
+	}
+	r.Progress.Step(rec)
+	return nil
+}
+
+func (r *Runner) shardLabel() string {
+	if r.Shard.N <= 1 {
+		return ""
+	}
+	return r.Shard.String()
+}
+
+// conditionSeed seeds a condition's network (its loss models). It depends on
+// the condition's name only, so every shard builds the same network.
+func conditionSeed(seed int64, cond string) int64 {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%d/condition/%s", seed, cond)))
+	return int64(binary.BigEndian.Uint64(h[:8]) >> 1)
+}

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestShippedScenariosParse(t *testing.T) {
+	names := Shipped()
+	for _, want := range []string{"holb", "mobile-conns", "mobile-page"} {
+		found := false
+		for _, n := range names {
+			found = found || n == want
+		}
+		if !found {
+			t.Errorf("scenario %s not shipped (have %v)", want, names)
+		}
+	}
+	for _, n := range names {
+		s, _, err := Load(n)
+		if err != nil {
+			t.Errorf("shipped scenario %s: %v", n, err)
+			continue
+		}
+		if s.Name != n {
+			t.Errorf("shipped file %s.yaml names itself %q", n, s.Name)
+		}
+	}
+}
+
+func TestParseErrorsNameFileAndField(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown field", strings.Replace(fakeScenario, "seed: 7", "seed: 7\nrepz: 3", 1), []string{"x.yaml", "repz", "not found"}},
+		{"unknown link field", strings.Replace(fakeScenario, "delay: 5ms, rate: 100Mbit", "delay: 5ms, rait: 100Mbit", 1), []string{"x.yaml", "rait"}},
+		{"bad delay", strings.Replace(fakeScenario, "delay: 5ms, rate", "delay: 5, rate", 1), []string{"x.yaml", "conditions[0].paths[0].down.delay", `"5"`}},
+		{"bad topology", strings.Replace(fakeScenario, "topology: single", "topology: ring", 1), []string{"conditions[0].topology", "ring"}},
+		{"two paths on single", strings.Replace(fakeScenario, "paths: [{name: p, down: {delay: 5ms, rate: 100Mbit}, up: {delay: 5ms}}]", "paths: [{name: p}, {name: q}]", 1), []string{"conditions[0].paths", "needs 1 path"}},
+		{"zero reps", strings.Replace(fakeScenario, "reps: 3", "reps: 0", 1), []string{"reps", "at least 1"}},
+		{"duplicate protocol", strings.Replace(fakeScenario, "{name: b, driver: fake}", "{name: a, driver: fake}", 1), []string{"protocols[1].name", "duplicate"}},
+		{"slash in name", strings.Replace(fakeScenario, "name: small", "name: a/b", 1), []string{"objects[0].name", "slashes"}},
+		{"background_after alone", strings.Replace(fakeScenario, "{name: big, size: 1MB}", "{name: big, size: 1MB, background_after: 1MB}", 1), []string{"objects[1].background_after", "needs background"}},
+		{"bad timeout", strings.Replace(fakeScenario, "seed: 7", "seed: 7\ntimeout: soon", 1), []string{"timeout", "soon"}},
+		{"empty", "", []string{"x.yaml", "empty"}},
+	} {
+		_, err := Parse("x.yaml", []byte(tc.yaml))
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", tc.name, err, w)
+			}
+		}
+	}
+}
+
+func TestCheckUsesDriversAndNetworks(t *testing.T) {
+	s, err := Parse("fake.yaml", []byte(fakeScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &Registry{}
+	reg.Register("fake", &fakeDriver{})
+	if err := s.Check(reg, &fakeFactory{}); err != nil {
+		t.Fatalf("valid scenario: %v", err)
+	}
+	s.Protocols[1].Driver = "nope"
+	s.Protocols[0].Params = map[string]string{"speed": "warp"}
+	s.Conditions[1].Paths[0].Down.Rate = "bogus"
+	err = s.Check(reg, &fakeFactory{})
+	for _, w := range []string{`protocols[1].driver "nope": unknown driver`, `protocols[0] (a) with objects[0] (small): params.speed "warp"`, `conditions[1] (slow): paths[0].down.rate "bogus"`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Check error %v lacks %q", err, w)
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5}
+	for _, tc := range []struct{ q, want float64 }{{0, 1}, {0.25, 2}, {0.5, 3}, {0.75, 4}, {1, 5}} {
+		if got := Quantile(v, tc.q); got != tc.want {
+			t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := Quantile([]float64{1, 2}, 0.25); got != 1.25 {
+		t.Errorf("interpolated p25 of {1,2} = %v, want 1.25", got)
+	}
+	if !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Error("quantile of nothing must be NaN")
+	}
+}
+
+func TestSummarizeOrderAndReference(t *testing.T) {
+	s, err := Parse("fake.yaml", []byte(fakeScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*Record
+	for i, r := range Plan(s) {
+		recs = append(recs, &Record{Run: *r, Metrics: map[string]float64{"time": float64(r.Rep + 1)}})
+		if i == 0 { // a duplicate failed record of a run that succeeded: ignored
+			recs = append(recs, &Record{Run: *r, Error: "old failure"})
+		}
+	}
+	sum := Summarize(s, recs)
+	if len(sum.Cells) != 8 {
+		t.Fatalf("%d cells, want 8", len(sum.Cells))
+	}
+	first := sum.Cells[0]
+	if first.Labels != (Labels{"fast", "a", "small", "time"}) || first.N != 3 || first.Errors != 0 || first.P25 != 1.5 || first.P50 != 2 || first.P75 != 2.5 {
+		t.Errorf("first cell %+v", first)
+	}
+	if first.Reference == nil || first.Reference.Value != 0.05 {
+		t.Errorf("reference not matched: %+v", first.Reference)
+	}
+	if sum.Cells[1].Labels.Object != "big" || sum.Cells[1].Reference != nil {
+		t.Errorf("second cell %+v: want fast/a/big without reference", sum.Cells[1])
+	}
+	if last := sum.Cells[7].Labels; last != (Labels{"slow", "b", "big", "time"}) {
+		t.Errorf("last cell %+v", last)
+	}
+	s.Metrics = []string{"time", "open"}
+	var order []string
+	for _, c := range Summarize(s, []*Record{{Run: *Plan(s)[0], Metrics: map[string]float64{"a": 1, "open": 1, "time": 1, "b": 1}}}).Cells {
+		order = append(order, c.Labels.Metric)
+	}
+	if strings.Join(order, ",") != "time,open,a,b" {
+		t.Errorf("metric order %v, want the scenario's then by name", order)
+	}
+}
+
+func TestReadRecordsTornLastLine(t *testing.T) {
+	good := `{"id":"a1","scenario":"s","rep":0}` + "\n" + `{"id":"a2","scenario":"s","rep":1}` + "\n"
+	recs, err := readRecords("runs.jsonl", strings.NewReader(good+`{"id":"a3","sce`))
+	if err != nil || len(recs) != 2 {
+		t.Errorf("torn last line: %d records, %v", len(recs), err)
+	}
+	_, err = readRecords("runs.jsonl", strings.NewReader(`{"id":"a1"}`+"\nnot json\n"+`{"id":"a2"}`+"\n"))
+	if err == nil || !strings.Contains(err.Error(), "runs.jsonl line 2") {
+		t.Errorf("bad middle line: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(fakeScenario))
+	for _, n := range Shipped() {
+		data, err := shipped.ReadFile("scenarios/" + n + ".yaml")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		// A valid scenario plans reps x the cross product, with distinct IDs.
+		n := s.Reps * len(s.Conditions) * len(s.Protocols) * len(s.Objects)
+		if s.Reps > 10000 || n > 10000 {
+			return
+		}
+		runs := Plan(s)
+		if len(runs) != n {
+			t.Fatalf("plan has %d runs, want %d", len(runs), n)
+		}
+		ids := map[string]bool{}
+		for _, r := range runs {
+			if ids[r.ID] {
+				t.Fatalf("duplicate run ID for %+v", r)
+			}
+			ids[r.ID] = true
+		}
+	})
+}
+
+func FuzzReadRecords(f *testing.F) {
+	f.Add([]byte(`{"id":"a1","scenario":"s","rep":0,"metrics":{"time":0.5}}` + "\n"))
+	f.Add([]byte("\n\n{\"id\":\"x\"}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, err := readRecords("f", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, r := range recs {
+			if r.ID == "" {
+				t.Fatal("record without ID accepted")
+			}
+		}
+	})
+}
+
+func TestSummarizeFailedCellTakesTheObjectsMetric(t *testing.T) {
+	s, err := Parse("fake.yaml", []byte(fakeScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*Record
+	for _, r := range Plan(s) {
+		rec := &Record{Run: *r, Metrics: map[string]float64{"time": 1}}
+		if r.Protocol.Name == "b" && r.Object.Name == "big" {
+			rec.Metrics, rec.Error = nil, "stalled"
+		}
+		recs = append(recs, rec)
+	}
+	for _, c := range Summarize(s, recs).Cells {
+		if c.Labels.Metric != "time" {
+			t.Errorf("cell %+v: failed runs not filed under the object's metric", c.Labels)
+		}
+		if c.Labels.Protocol == "b" && c.Labels.Object == "big" && (c.N != 0 || c.Errors != 3) {
+			t.Errorf("cell %+v: n=%d errors=%d, want 0 and 3", c.Labels, c.N, c.Errors)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shunt-net/shunt/bench"
+	_ "github.com/shunt-net/shunt/bench/drivers" // registers the drivers
+	"github.com/shunt-net/shunt/bench/emulated"
+	"github.com/shunt-net/shunt/report"
+)
+
+var benchCmd = &Command{
+	Name:  "bench",
+	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench --list | bench merge OUT DIR...",
+	Short: "run an experiment scenario (default: holb) and report p25/p50/p75 per cell",
+}
+
+func init() {
+	benchCmd.Run = runBench
+	Register(benchCmd)
+}
+
+// Files of an output directory besides the report's.
+const (
+	linkLogDir = "linklog"   // per condition, path and direction (--link-log)
+	benchLog   = "bench.log" // servers' and drivers' diagnostics
+)
+
+func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "merge" {
+		return runBenchMerge(args[1:], os.Stdout)
+	}
+	fs := newFlags(benchCmd)
+	list := fs.Bool("list", false, "print the shipped scenarios, one name a line")
+	reps := fs.Int("reps", 0, "repetitions per cell (default: the scenario's)")
+	jsonFile := fs.String("json", "", "write the summary as JSON to `FILE`")
+	out := fs.String("out", "", "output `DIR`; an existing one is resumed (default ./shunt-results/NAME-TIME)")
+	shardText := fs.String("shard", "", "run only shard `i/n` of the sweep")
+	linkLog := fs.Bool("link-log", false, "log every packet of the emulated links into DIR/"+linkLogDir)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if *list {
+		for _, n := range bench.Shipped() {
+			fmt.Println(n)
+		}
+		return nil
+	}
+	if len(pos) > 1 {
+		fs.Usage()
+		return fmt.Errorf("one scenario at a time, got %q", pos)
+	}
+	name := "holb"
+	if len(pos) == 1 {
+		name = pos[0]
+	}
+	sc, src, err := bench.Load(name)
+	if err != nil {
+		return err
+	}
+	if *reps < 0 {
+		return fmt.Errorf("--reps %d: must be positive", *reps)
+	}
+	if *reps > 0 {
+		sc.Reps = *reps // run IDs do not depend on the count, so more reps extend a sweep
+	}
+	var shard bench.Shard
+	if *shardText != "" {
+		if shard, err = bench.ParseShard(*shardText); err != nil {
+			return err
+		}
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("shunt-results", fmt.Sprintf("%s-%s", sc.Name, time.Now().Format("20060102-150405")))
+		if shard.N > 1 {
+			dir += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: it builds network namespaces and TUN devices for the emulated links")
+	}
+	nf := &emulated.Factory{}
+	if *linkLog {
+		nf.LogDir = filepath.Join(dir, linkLogDir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, benchLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	r := &bench.Runner{
+		Scenario: sc, Source: src, Networks: nf,
+		OutDir: dir, Shard: shard, Progress: bench.NewProgress(os.Stderr), Log: logf,
+	}
+	fmt.Fprintf(os.Stderr, "shunt bench %s: %d runs in %s\n", sc.Name, len(bench.Plan(sc)), dir)
+	runErr := r.Run(ctx)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	// Report what runs.jsonl holds, also after Ctrl-C.
+	if err := writeBenchReport(dir, *jsonFile, os.Stdout); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("interrupted; resume with: shunt bench %s --out %s", name, dir)
+	}
+	return nil
+}
+
+// parseInterspersed parses flags that may follow positional arguments
+// (shunt bench holb --reps 3) and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func writeBenchReport(dir, jsonFile string, w io.Writer) error {
+	sc, sum, recs, err := report.Write(dir, report.Options{})
+	if err != nil {
+		return err
+	}
+	if jsonFile != "" {
+		if err := sum.WriteJSON(jsonFile); err != nil {
+			return err
+		}
+	}
+	if err := report.WriteTable(w, sc, sum, recs); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nresults: %s (runs.jsonl, summary.csv, plots/, report.html)\n", dir)
+	return nil
+}
+
+func runBenchMerge(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("bench merge", flag.ContinueOnError)
+	jsonFile := fs.String("json", "", "write the merged summary as JSON to `FILE`")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: shunt bench merge [--json FILE] OUT DIR...")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 {
+		fs.Usage()
+		return errors.New("merge needs an output directory and at least one input directory")
+	}
+	if _, _, err := bench.Merge(pos[0], pos[1:]); err != nil {
+		return err
+	}
+	return writeBenchReport(pos[0], *jsonFile, w)
+}

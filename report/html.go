@@ -1,0 +1,195 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shunt-net/shunt/bench"
+)
+
+// Section is extra content for the HTML report, such as link-log plots drawn
+// from the testbed's per-packet logs. Body must be self-contained (inline SVG).
+type Section struct {
+	Title string
+	Body  template.HTML
+}
+
+// Options add to what Write produces.
+type Options struct {
+	Sections []Section
+	Now      func() time.Time // report timestamp; nil: time.Now
+}
+
+// Files written by Write into an output directory.
+const (
+	SummaryCSV  = "summary.csv"
+	SummaryJSON = "summary.json"
+	TableFile   = "table.txt"
+	HTMLFile    = "report.html"
+	PlotsDir    = "plots"
+)
+
+// Write reads dir's runs.jsonl and scenario, and writes summary.csv,
+// summary.json, table.txt, plots/ (PNG and SVG) and report.html into dir. It
+// returns the summary so callers can also print it.
+func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*bench.Record, error) {
+	src, err := os.ReadFile(filepath.Join(dir, bench.ScenarioFile))
+	if err != nil {
+		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
+	}
+	sc, err := bench.Parse(filepath.Join(dir, bench.ScenarioFile), src)
+	if err != nil {
+		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
+	}
+	recs, err := bench.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	if err != nil {
+		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
+	}
+	sum := bench.Summarize(sc, recs)
+	if err := WriteCSV(filepath.Join(dir, SummaryCSV), sum); err != nil {
+		return nil, sum, nil, err
+	}
+	if err := sum.WriteJSON(filepath.Join(dir, SummaryJSON)); err != nil {
+		return nil, sum, nil, err
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, sc, sum, recs); err != nil {
+		return nil, sum, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, TableFile), table.Bytes(), 0o644); err != nil {
+		return nil, sum, nil, err
+	}
+	figs, err := WritePlots(filepath.Join(dir, PlotsDir), sum)
+	if err != nil {
+		return nil, sum, nil, err
+	}
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	page, err := HTML(htmlData{
+		Scenario: sc, Source: string(src), Summary: sum, Runs: len(bench.Latest(recs)),
+		Table: table.String(), Figures: figs, Failures: failures(recs), Sections: opt.Sections,
+		Generated: now().UTC().Format(time.RFC3339), grids: grids(sum), facts: CollectFacts(recs),
+	})
+	if err != nil {
+		return nil, sum, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, HTMLFile), page, 0o644); err != nil {
+		return nil, sum, nil, err
+	}
+	return sc, sum, recs, nil
+}
+
+type htmlData struct {
+	Scenario  *bench.Scenario
+	Source    string
+	Summary   bench.Summary
+	Runs      int
+	Table     string
+	Figures   []Figure
+	Failures  []*bench.Record
+	Sections  []Section
+	Generated string
+	grids     []*grid
+	facts     Facts
+}
+
+// htmlGrid is a grid flattened for the template.
+type htmlGrid struct {
+	Condition string
+	Links     string
+	Header    []string
+	Rows      [][]string
+	Network   [][2]string
+}
+
+// HTML renders the self-contained report page.
+func HTML(d htmlData) ([]byte, error) {
+	conds := map[string]bench.Condition{}
+	for _, c := range d.Scenario.Conditions {
+		conds[c.Name] = c
+	}
+	var gs []htmlGrid
+	for _, g := range d.grids {
+		hg := htmlGrid{Condition: g.Condition, Links: LinkText(conds[g.Condition]), Header: []string{g.RowKind}}
+		for _, col := range g.Columns {
+			hg.Header = append(hg.Header, col.String())
+			if g.hasRef(col) {
+				hg.Header = append(hg.Header, "paper")
+			}
+		}
+		for _, r := range g.Rows {
+			row := []string{r}
+			for _, col := range g.Columns {
+				c, ok := g.Cells[r][col]
+				if ok {
+					row = append(row, FormatCell(c))
+				} else {
+					row = append(row, "")
+				}
+				if g.hasRef(col) {
+					ref := ""
+					if ok && c.Reference != nil {
+						ref = sec(c.Reference.Value) + " (" + c.Reference.Source + ")"
+					}
+					row = append(row, ref)
+				}
+			}
+			hg.Rows = append(hg.Rows, row)
+		}
+		for _, k := range sortedKeys(d.facts.Condition[g.Condition]) {
+			hg.Network = append(hg.Network, [2]string{k, fmt.Sprint(d.facts.Condition[g.Condition][k])})
+		}
+		gs = append(gs, hg)
+	}
+	var protoFacts [][2]string
+	for _, p := range d.Scenario.Protocols {
+		protoFacts = append(protoFacts, [2]string{p.Name, fmt.Sprintf("driver %s, params %v, %v", p.Driver, p.Params, d.facts.Protocol[p.Name])})
+	}
+	var svgs []template.HTML
+	for _, f := range d.Figures {
+		svgs = append(svgs, template.HTML(f.SVG)) // our own plotter's output
+	}
+	var buf bytes.Buffer
+	err := pageTmpl.Execute(&buf, map[string]any{
+		"D": d, "Grids": gs, "Protocols": protoFacts, "SVGs": svgs,
+	})
+	return buf.Bytes(), err
+}
+
+var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>shunt bench {{.D.Scenario.Name}}</title>
+<style>
+body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
+th{background:#f4f4f4}pre{background:#f8f8f8;padding:1em;overflow:auto}.err{color:#a00}
+figure{margin:1em 0}svg{max-width:100%;height:auto}
+</style></head><body>
+<h1>shunt bench: {{.D.Scenario.Name}}</h1>
+<p>{{.D.Scenario.Description}}</p>
+<p>{{.D.Runs}} runs, generated {{.D.Generated}}. Times in seconds: median [p25-p75], n successful runs; errors are counted in each cell.</p>
+{{range .Grids}}
+<h2>Condition {{.Condition}}</h2>
+<p>{{.Links}}</p>
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
+{{if .Network}}<table>{{range .Network}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{end}}
+{{end}}
+<h2>Plots</h2>
+{{range .SVGs}}<figure>{{.}}</figure>{{end}}
+<h2>Protocols</h2>
+<table>{{range .Protocols}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+{{with .D.Scenario.Notes}}<h2>Notes</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{with .D.Failures}}<h2 class="err">Failed runs</h2>
+<table><tr><th>run</th><th>cell</th><th>rep</th><th>error</th></tr>
+{{range .}}<tr><td>{{.ID}}</td><td>{{.Condition.Name}}/{{.Protocol.Name}}/{{.Object.Name}}</td><td>{{.Rep}}</td><td class="err">{{.Error}}</td></tr>{{end}}</table>{{end}}
+{{range .D.Sections}}<h2>{{.Title}}</h2>{{.Body}}{{end}}
+<h2>Text table</h2><pre>{{.D.Table}}</pre>
+<h2>Configuration</h2><pre>{{.D.Source}}</pre>
+</body></html>
+`))
