@@ -1,0 +1,244 @@
+package peers
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The testdata files are real outputs captured on Debian 12 (nghttp2 1.52.0,
+// h2spec 2.2.1, nginx 1.22.1); see the file names for what produced them.
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseH2load(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want LoadResult
+	}{
+		{"h2load-nghttpd-ok.txt", LoadResult{
+			Duration: 69420 * time.Microsecond, ReqPerSec: 28811.80, BytesPerSec: 440.47 * (1 << 20),
+			Total: 2000, Started: 2000, Done: 2000, Succeeded: 2000,
+			Status: [4]int{2000, 0, 0, 0}, TrafficBytes: 32060970, DataBytes: 32000000,
+		}},
+		{"h2load-nginx-404.txt", LoadResult{
+			Total: 100, Started: 100, Done: 100, Failed: 100, Status: [4]int{0, 0, 100, 0},
+		}},
+		{"h2load-refused.txt", LoadResult{
+			Duration: 560 * time.Microsecond, Total: 100, Failed: 100, Errored: 100,
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := ParseH2load(readTestdata(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.file == "h2load-nginx-404.txt" {
+				// Timing fields of this capture are not pinned; the counts are what matter.
+				got.Duration, got.ReqPerSec, got.BytesPerSec, got.TrafficBytes, got.DataBytes = 0, 0, 0, 0, 0
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseH2loadRejectsTruncated(t *testing.T) {
+	full := string(readTestdata(t, "h2load-nghttpd-ok.txt"))
+	for _, drop := range []string{"finished in", "requests:", "status codes:", "traffic:"} {
+		var kept []string
+		for _, l := range strings.Split(full, "\n") {
+			if !strings.HasPrefix(l, drop) {
+				kept = append(kept, l)
+			}
+		}
+		if _, err := ParseH2load([]byte(strings.Join(kept, "\n"))); err == nil || !strings.Contains(err.Error(), drop) {
+			t.Errorf("without %q: err = %v, want one naming the line", drop, err)
+		}
+	}
+}
+
+func TestParseH2spec(t *testing.T) {
+	got, err := ParseH2spec(readTestdata(t, "h2spec-nghttpd.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ConformanceResult{Tests: 146, Passed: 145, Failed: 1, Failures: []string{"http2/5.1.1/2"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("nghttpd: got %+v, want %+v", got, want)
+	}
+
+	got, err = ParseH2spec(readTestdata(t, "h2spec-nginx-tls.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tests != 146 || got.Passed != 119 || got.Skipped != 0 || got.Failed != 27 {
+		t.Errorf("nginx summary: got %+v, want 146/119/0/27", got)
+	}
+	if len(got.Failures) != got.Failed {
+		t.Errorf("nginx: %d failure IDs for %d failures: %v", len(got.Failures), got.Failed, got.Failures)
+	}
+	for _, id := range []string{"http2/4.2/2", "http2/6.9.1/3", "http2/8.1.2.6/2", "hpack/4.2/1", "hpack/5.2/1"} {
+		if !slices.Contains(got.Failures, id) {
+			t.Errorf("nginx: failure %s missing from %v", id, got.Failures)
+		}
+	}
+
+	if _, err := ParseH2spec([]byte("Generic tests for HTTP/2 server\n")); err == nil {
+		t.Error("a report without its summary parsed")
+	}
+}
+
+func TestParseHAR(t *testing.T) {
+	got, err := ParseHAR(readTestdata(t, "nghttp-range.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nghttpd ignores Range: a 200 with the whole object.
+	want := Response{Status: 200, Proto: "2", Size: 16000}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if _, err := ParseHAR([]byte(`{"log":{"entries":[]}}`)); err == nil {
+		t.Error("a HAR without entries parsed")
+	}
+}
+
+func TestParseCurlWriteOut(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Response
+		wantErr bool
+	}{
+		{in: "206 2 100 bytes 100-199/16000\n", want: Response{206, "2", 100, "bytes 100-199/16000"}},
+		{in: "200 2 16000 \n", want: Response{200, "2", 16000, ""}},
+		{in: "200 1.1 5\n", want: Response{200, "1.1", 5, ""}},
+		{in: "000 0 0 \n", want: Response{0, "0", 0, ""}},
+		{in: "200 2\n", wantErr: true},
+		{in: "ok 2 5 \n", wantErr: true},
+		{in: "200 2 -1 \n", wantErr: true},
+	} {
+		got, err := ParseCurlWriteOut([]byte(tc.in))
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%q: got %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestParseListeners(t *testing.T) {
+	got, err := ParseListeners(readTestdata(t, "proc-net-tcp.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Listener{{2024, 1605}, {18099, 13587}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tcp: got %v, want %v", got, want)
+	}
+	got, err = ParseListeners(readTestdata(t, "proc-net-tcp6.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Listener{{18098, 13601}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tcp6: got %v, want %v", got, want)
+	}
+	const hdr = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	// An established socket (state 01) is not a listener.
+	established := hdr + "   0: 0100007F:46B3 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 13587 1\n"
+	if got, err := ParseListeners([]byte(established)); err != nil || len(got) != 0 {
+		t.Errorf("established: got %v, %v; want none", got, err)
+	}
+	for _, bad := range []string{
+		"   0: 0100007F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 13587 1\n",
+		"   0: 0100007F:46B3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 x 1\n",
+		"   0: 0100007F:46B3 00000000:0000 0A\n",
+	} {
+		if _, err := ParseListeners([]byte(hdr + bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// The fuzz targets look for panics and hangs on arbitrary tool output.
+
+func FuzzParseH2load(f *testing.F) {
+	for _, n := range []string{"h2load-nghttpd-ok.txt", "h2load-nginx-404.txt", "h2load-refused.txt"} {
+		f.Add(readTestdata(f, n))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { ParseH2load(b) })
+}
+
+func FuzzParseH2spec(f *testing.F) {
+	f.Add(readTestdata(f, "h2spec-nghttpd.txt"))
+	f.Add(readTestdata(f, "h2spec-nginx-tls.txt"))
+	f.Fuzz(func(t *testing.T, b []byte) { ParseH2spec(b) })
+}
+
+func FuzzParseHAR(f *testing.F) {
+	f.Add(readTestdata(f, "nghttp-range.har"))
+	f.Fuzz(func(t *testing.T, b []byte) { ParseHAR(b) })
+}
+
+func FuzzParseCurlWriteOut(f *testing.F) {
+	f.Add([]byte("206 2 100 bytes 100-199/16000\n"))
+	f.Add([]byte("200 2 16000 \n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, err := ParseCurlWriteOut(b); err == nil && r.Size < 0 {
+			t.Errorf("negative size from %q", b)
+		}
+	})
+}
+
+func FuzzParseListeners(f *testing.F) {
+	f.Add(readTestdata(f, "proc-net-tcp.txt"))
+	f.Add(readTestdata(f, "proc-net-tcp6.txt"))
+	f.Fuzz(func(t *testing.T, b []byte) { ParseListeners(b) })
+}
+
+func TestRangeOf(t *testing.T) {
+	obj := []byte("0123456789")
+	for _, tc := range []struct{ r, body, cr string }{
+		{"0-0", "0", "bytes 0-0/10"},
+		{"2-5", "2345", "bytes 2-5/10"},
+		{"7-", "789", "bytes 7-9/10"},
+		{"-3", "789", "bytes 7-9/10"},
+		{"-30", "0123456789", "bytes 0-9/10"},
+		{"8-100", "89", "bytes 8-9/10"},
+	} {
+		body, cr, err := RangeOf(obj, tc.r)
+		if err != nil || string(body) != tc.body || cr != tc.cr {
+			t.Errorf("%q: got %q, %q, %v; want %q, %q", tc.r, body, cr, err, tc.body, tc.cr)
+		}
+	}
+	for _, r := range []string{"", "5", "-", "5-2", "10-", "-0", "x-1", "1-y"} {
+		if _, _, err := RangeOf(obj, r); err == nil {
+			t.Errorf("%q: no error", r)
+		}
+	}
+}
+
+func TestVerifyFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "body")
+	if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyFile(p, []byte("hello")); err != nil {
+		t.Errorf("same content: %v", err)
+	}
+	if err := VerifyFile(p, []byte("hellO")); err == nil || !strings.Contains(err.Error(), "byte 4") {
+		t.Errorf("different content: err = %v, want one naming byte 4", err)
+	}
+	if err := VerifyFile(p, []byte("hell")); err == nil {
+		t.Error("different length: no error")
+	}
+}

@@ -1,0 +1,6 @@
+// Package interop holds shunt's integration tests against other HTTP/2
+// implementations: curl, nghttp, h2load and h2spec against `shunt serve`, and
+// `shunt get` against nginx and h2o. The tests build the shunt binary once
+// and skip, naming the tool, when a peer is not installed (bash scripts/setup
+// installs them all).
+package interop
