@@ -135,23 +135,31 @@ func WritePlots(dir string, sum bench.Summary) ([]Figure, error) {
 	}
 	var figs []Figure
 	for _, d := range ds {
-		h := 4 * vg.Inch
-		if err := d.p.Save(d.w, h, filepath.Join(dir, d.fig.Name+".png")); err != nil {
-			return nil, fmt.Errorf("writing plot %s: %w", d.fig.Name, err)
-		}
-		wt, err := d.p.WriterTo(d.w, h, "svg")
+		svg, err := saveFigure(d.p, d.w, 4*vg.Inch, dir, d.fig.Name)
 		if err != nil {
 			return nil, err
 		}
-		var buf bytes.Buffer
-		if _, err := wt.WriteTo(&buf); err != nil {
-			return nil, err
-		}
-		d.fig.SVG = buf.Bytes()
-		if err := os.WriteFile(filepath.Join(dir, d.fig.Name+".svg"), d.fig.SVG, 0o644); err != nil {
-			return nil, err
-		}
+		d.fig.SVG = svg
 		figs = append(figs, d.fig)
 	}
 	return figs, nil
+}
+
+// saveFigure writes p as dir/name.png and dir/name.svg and returns the SVG.
+func saveFigure(p *plot.Plot, w, h vg.Length, dir, name string) ([]byte, error) {
+	if err := p.Save(w, h, filepath.Join(dir, name+".png")); err != nil {
+		return nil, fmt.Errorf("writing plot %s: %w", name, err)
+	}
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".svg"), buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

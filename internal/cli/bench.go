@@ -136,7 +136,11 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func writeBenchReport(dir, jsonFile string, w io.Writer) error {
-	sc, sum, recs, err := report.Write(dir, report.Options{})
+	secs, err := report.LinkLogSections(filepath.Join(dir, linkLogDir), filepath.Join(dir, "plots"))
+	if err != nil {
+		return err
+	}
+	sc, sum, recs, err := report.Write(dir, report.Options{Sections: secs})
 	if err != nil {
 		return err
 	}
