@@ -15,7 +15,9 @@ func TestPriorityOrdersData(t *testing.T) {
 	rc := dialRaw(t, ts.addr)
 	// Use up the connection window (65535, never replenished by us).
 	rc.request(1, "/gen/65535", true)
-	if rc.readUntil(5*time.Second, func(f http2.Frame) bool { return f.Header().StreamID == 1 && f.Header().Flags.Has(http2.FlagDataEndStream) }) == nil {
+	if rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		return f.Header().StreamID == 1 && f.Header().Flags.Has(http2.FlagDataEndStream)
+	}) == nil {
 		t.Fatal("first response did not complete")
 	}
 	for _, r := range []struct {
