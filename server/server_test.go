@@ -535,16 +535,17 @@ func TestSockOptsPerConnection(t *testing.T) {
 	}
 }
 
-func TestListenSockOpts(t *testing.T) {
-	s := &Server{Addr: "127.0.0.1:0", Handler: echo, CC: "cubic", NotSentLowat: 4096}
+// acceptedSockOpts listens with s, dials it (with MPTCP if asked) and
+// returns the socket options of the accepted connection.
+func acceptedSockOpts(t *testing.T, s *Server, mptcp bool) SockOpts {
+	t.Helper()
 	ln, err := s.Listen(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	// Dial with MPTCP: the server's default must still be plain TCP.
 	d := net.Dialer{Timeout: testTimeout}
-	d.SetMultipathTCP(true)
+	d.SetMultipathTCP(mptcp)
 	cc, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -559,11 +560,17 @@ func TestListenSockOpts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestListenSockOpts(t *testing.T) {
+	// Dial with MPTCP: the server's default must still be plain TCP.
+	got := acceptedSockOpts(t, &Server{Addr: "127.0.0.1:0", Handler: echo, CC: "cubic", NotSentLowat: 4096}, true)
 	if want := (SockOpts{CC: "cubic", NotSentLowat: 4096}); got != want {
 		t.Errorf("accepted socket has %v, want %v (inherited from the listener)", got, want)
 	}
 
-	s = &Server{Addr: "127.0.0.1:0", Handler: echo, CC: "no-such-cc"}
+	s := &Server{Addr: "127.0.0.1:0", Handler: echo, CC: "no-such-cc"}
 	if ln, err := s.Listen(context.Background()); err == nil || !strings.Contains(err.Error(), "no-such-cc") {
 		if ln != nil {
 			ln.Close()
@@ -576,26 +583,8 @@ func TestListenMPTCP(t *testing.T) {
 	if b, err := os.ReadFile("/proc/sys/net/mptcp/enabled"); err != nil || strings.TrimSpace(string(b)) != "1" {
 		t.Skip("MPTCP not enabled in this kernel (/proc/sys/net/mptcp/enabled)")
 	}
-	s := &Server{Addr: "127.0.0.1:0", Handler: echo, MPTCP: true}
-	ln, err := s.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	d := net.Dialer{Timeout: testTimeout}
-	d.SetMultipathTCP(true)
-	cc, err := d.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got, err := ConnSockOpts(c); err != nil || !got.MPTCP {
-		t.Errorf("MPTCP listener, MPTCP client: accepted socket %v, %v; want MPTCP", got, err)
+	if got := acceptedSockOpts(t, &Server{Addr: "127.0.0.1:0", Handler: echo, MPTCP: true}, true); !got.MPTCP {
+		t.Errorf("MPTCP listener, MPTCP client: accepted socket %v; want MPTCP", got)
 	}
 }
 

@@ -20,7 +20,7 @@ const shutdownGrace = 5 * time.Second
 
 var serveCmd = &Command{
 	Name:  "serve",
-	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp]",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3]",
 	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
 }
 
@@ -44,6 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
 	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
+	pf := addPageFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,9 +66,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer h.Close()
+	handler, listenAddr, startHTTP3, err := pf.setup(h, *addr, *useTLS, stderr)
+	if err != nil {
+		return err
+	}
 	s := &server.Server{
-		Addr:         *addr,
-		Handler:      h,
+		Addr:         listenAddr,
+		Handler:      handler,
 		TLS:          *useTLS,
 		CertFile:     *cert,
 		KeyFile:      *key,
@@ -93,6 +98,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stderr, "TLS: self-signed certificate for %s\n", strings.Join(names, ", "))
 	}
+	stopH3, err := startHTTP3(s)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopH3()
 
 	served := make(chan error, 1)
 	// Serve gets its own context: a signal means a graceful Shutdown first.

@@ -1,0 +1,208 @@
+package drivers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+	"github.com/shunt-net/shunt/replay/fetch"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+func init() {
+	bench.Drivers.Register("replay", replayDriver{})
+}
+
+// replayDriver loads a page's dependency graph (pReplay's walk) from shunt's
+// server holding the page's objects.
+//
+// Params:
+//
+//	proto    h1 | h2 | h3
+//	conns    HTTP/1.1 connections at most (default 6)
+//	streams  HTTP/2 and HTTP/3 concurrent streams at most (default 100)
+//	compute  true | false (default false): run the graph's computations
+//	tls      true | false (default true; h3 always has it)
+//
+// Objects: a page by name: a Table IV page ("google", "mediafire") or a
+// graph or HAR file. Connections open during the load (cold), as pReplay's
+// libcurl did, with cubic on every TCP socket.
+type replayDriver struct{}
+
+type replayParams struct {
+	cfg     fetch.Config
+	compute bool
+}
+
+func parseReplayParams(p bench.Protocol) (replayParams, error) {
+	rp := replayParams{cfg: fetch.Config{Proto: p.Params["proto"], TLS: true}}
+	for k := range p.Params {
+		switch k {
+		case "proto", "conns", "streams", "compute", "tls":
+		default:
+			return rp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver replay (want proto, conns, streams, compute, tls)")}
+		}
+	}
+	ints := []struct {
+		key string
+		dst *int
+	}{{"conns", &rp.cfg.Conns}, {"streams", &rp.cfg.Streams}}
+	for _, i := range ints {
+		if v, ok := p.Params[i.key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return rp, &bench.FieldError{Field: "params." + i.key, Value: v, Err: errors.New("want a positive integer")}
+			}
+			*i.dst = n
+		}
+	}
+	bools := []struct {
+		key string
+		dst *bool
+	}{{"compute", &rp.compute}, {"tls", &rp.cfg.TLS}}
+	for _, b := range bools {
+		if v, ok := p.Params[b.key]; ok {
+			x, err := strconv.ParseBool(v)
+			if err != nil {
+				return rp, &bench.FieldError{Field: "params." + b.key, Value: v, Err: errors.New("want true or false")}
+			}
+			*b.dst = x
+		}
+	}
+	// Validate with a placeholder address: the real one is known at Start.
+	probe := rp.cfg
+	probe.Addr = "0.0.0.0:1"
+	if _, err := fetch.New(probe); err != nil {
+		return rp, &bench.FieldError{Field: "params", Err: err}
+	}
+	return rp, nil
+}
+
+func loadReplayPage(o bench.Object) (*page.Page, error) {
+	if o.Size != "" || o.Background != "" || o.Page != nil {
+		return nil, &bench.FieldError{Field: "objects." + o.Name, Err: errors.New("driver replay takes a page by name only (no size, background or page)")}
+	}
+	file, err := site.PageFile(o.Name)
+	if err != nil {
+		return nil, &bench.FieldError{Field: "objects.name", Value: o.Name, Err: err}
+	}
+	return page.Load(file)
+}
+
+func (replayDriver) Check(p bench.Protocol, o bench.Object) error {
+	if _, err := parseReplayParams(p); err != nil {
+		return err
+	}
+	_, err := loadReplayPage(o)
+	return err
+}
+
+func (replayDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol) (bench.Session, error) {
+	rp, err := parseReplayParams(p)
+	if err != nil {
+		return nil, err
+	}
+	s := &replaySession{p: rp, pages: map[string]*page.Page{}, env: env}
+	var pages []*page.Page
+	for _, o := range env.Scenario.Objects {
+		pg, err := loadReplayPage(o)
+		if err != nil {
+			return nil, err
+		}
+		s.pages[o.Name] = pg
+		pages = append(pages, pg)
+	}
+	h, err := site.NewHandler(pages...)
+	if err != nil {
+		return nil, err
+	}
+	port := serverPort
+	for i, q := range env.Scenario.Protocols {
+		if q.Name == p.Name {
+			port += i
+		}
+	}
+	srvHost := env.Net.Servers()[0]
+	so := bench.SockOpts{CC: serverCC}
+	s.srv, err = site.Serve(site.ServeConfig{
+		Handler: h, Addr: hostPort(env.Net, port), TLS: rp.cfg.TLS, H3: rp.cfg.Proto == fetch.H3, CC: serverCC,
+		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
+		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
+		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("page server: %w", err)
+	}
+	return s, nil
+}
+
+// listenPacketIn opens a UDP socket inside h's namespace.
+func listenPacketIn(h bench.Host, network, addr string) (net.PacketConn, error) {
+	var pc net.PacketConn
+	err := h.Do(func() error {
+		var err error
+		pc, err = net.ListenPacket(network, addr)
+		return err
+	})
+	return pc, err
+}
+
+type replaySession struct {
+	p     replayParams
+	pages map[string]*page.Page
+	env   *bench.Env
+	srv   *site.Running
+}
+
+func (s *replaySession) Info() map[string]string {
+	return map[string]string{"client": "shunt replay/fetch (" + s.p.cfg.Proto + ")", "server": "shunt (replay/site)", "server_cc": serverCC + " (per socket)"}
+}
+
+func (s *replaySession) Close() error { return s.srv.Close() }
+
+func (s *replaySession) Run(ctx context.Context, r *bench.Run) (bench.Result, error) {
+	pg := s.pages[r.Object.Name]
+	cfg := s.p.cfg
+	cfg.Addr, cfg.Page = s.srv.Addr, pg.Name
+	if s.srv.Cert != nil {
+		roots := x509.NewCertPool()
+		roots.AddCert(s.srv.Cert.Certificates[0].Leaf)
+		cfg.TLSConfig = &tls.Config{RootCAs: roots}
+	}
+	client := s.env.Net.Client()
+	so := bench.SockOpts{CC: serverCC}
+	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return client.DialContext(ctx, network, addr, so)
+	}
+	cfg.ListenUDP = func() (net.PacketConn, error) { return listenPacketIn(client, "udp", ":0") }
+	f, err := fetch.New(cfg)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	res, err := replay.Run(ctx, pg, f, replay.Options{Compute: s.p.compute})
+	err = errors.Join(err, f.Close())
+	if err != nil {
+		return bench.Result{}, err
+	}
+	// The whole load (every object's request, first byte and last byte)
+	// rides in the run's JSON line, for waterfalls.
+	load, err := json.Marshal(res)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	return bench.Result{
+		Metrics: map[string]float64{"plt": res.PLT.Seconds()},
+		Counts:  map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns())},
+		Info:    map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "load": string(load)},
+		Sock:    so,
+	}, nil
+}

@@ -1,0 +1,72 @@
+package drivers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+)
+
+func TestReplayParamErrors(t *testing.T) {
+	d, err := bench.Drivers.Lookup("replay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	google := bench.Object{Name: "google"}
+	for _, tc := range []struct {
+		params map[string]string
+		obj    bench.Object
+		want   string
+	}{
+		{map[string]string{"proto": "h4"}, google, `protocol "h4"`},
+		{map[string]string{"proto": "h1", "conns": "x"}, google, `params.conns "x"`},
+		{map[string]string{"proto": "h1", "conns": "0"}, google, `params.conns "0"`},
+		{map[string]string{"proto": "h1", "conns": "5000"}, google, "connections 5000"},
+		{map[string]string{"proto": "h2", "streams": "-1"}, google, `params.streams "-1"`},
+		{map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
+		{map[string]string{"proto": "h2", "colour": "red"}, google, "params.colour"},
+		{map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
+		{map[string]string{"proto": "h2"}, bench.Object{Name: "google", Size: "1KB"}, "takes a page by name only"},
+	} {
+		err := d.Check(bench.Protocol{Name: "p", Driver: "replay", Params: tc.params}, tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %+v: error %v, want %q", tc.params, tc.obj, err, tc.want)
+		}
+	}
+}
+
+func TestReplayDriverOverTestbed(t *testing.T) {
+	recs := sweep(t, `
+name: replay-test
+reps: 1
+seed: 1
+protocols:
+  - {name: h1-6, driver: replay, params: {proto: h1, conns: "6"}}
+  - {name: h1-1c, driver: replay, params: {proto: h1, conns: "1", tls: "false", compute: "true"}}
+  - {name: h2, driver: replay, params: {proto: h2, streams: "100"}}
+  - {name: h3, driver: replay, params: {proto: h3, streams: "6"}}
+objects:
+  - {name: google}
+`+link)
+	tv, _ := page.LookupTableIV("www.google.com.hk_")
+	for _, rec := range recs {
+		var load replay.Result
+		if err := json.Unmarshal([]byte(rec.Info["load"]), &load); err != nil {
+			t.Fatalf("%s: load: %v", rec.Protocol.Name, err)
+		}
+		if int64(rec.Counts["bytes"]) != tv.Bytes() || load.Bytes != tv.Bytes() || len(load.Objects) != tv.Resources {
+			t.Errorf("%s: %v bytes, %d objects; want Table IV's %d, %d", rec.Protocol.Name, rec.Counts["bytes"], len(load.Objects), tv.Bytes(), tv.Resources)
+		}
+		// RTT 10 ms: a handshake, then the HTML, then its children.
+		if rec.Metrics["plt"] < 0.030 || load.PLT.Seconds() != rec.Metrics["plt"] {
+			t.Errorf("%s: PLT %v s (load %v)", rec.Protocol.Name, rec.Metrics["plt"], load.PLT)
+		}
+		want := map[string]string{"h1-6": "HTTP/1.1 over TLS", "h1-1c": "HTTP/1.1", "h2": "HTTP/2.0 over TLS", "h3": "HTTP/3.0"}[rec.Protocol.Name]
+		if !strings.HasPrefix(rec.Info["http"], want) {
+			t.Errorf("%s: responses came over %q, want %s", rec.Protocol.Name, rec.Info["http"], want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+	"github.com/shunt-net/shunt/replay/fetch"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+func googleGraph(t *testing.T) string {
+	t.Helper()
+	file, err := shared.Path("pages", "www.google.com.hk_.json")
+	if err != nil {
+		t.Skipf("shared pages: %v", err)
+	}
+	return file
+}
+
+// TestReplayLoopback loads a page once per protocol from replay's own
+// loopback server and checks the JSON line against the page.
+func TestReplayLoopback(t *testing.T) {
+	file := googleGraph(t)
+	jsonFile := filepath.Join(t.TempDir(), "loads.jsonl")
+	for _, args := range [][]string{
+		{"--proto", "h1", "--conns", "2", "--tls=false"},
+		{"--proto", "h2", "--streams", "4"},
+		{"--proto", "h3", "--compute"},
+	} {
+		var out strings.Builder
+		if err := runReplay(t.Context(), append([]string{file, "--json", jsonFile}, args...), &out, io.Discard); err != nil {
+			t.Fatalf("replay %v: %v", args, err)
+		}
+		if !strings.Contains(out.String(), "PLT ") {
+			t.Errorf("replay %v printed no PLT:\n%s", args, out.String())
+		}
+	}
+	f, err := os.Open(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var labels []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Config replayConfig `json:"config"`
+			replay.Result
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		labels = append(labels, rec.Config.Label)
+		if rec.Bytes != 74000 || len(rec.Objects) != 8 || rec.PLT <= 0 {
+			t.Errorf("%s: %d bytes, %d objects, PLT %v", rec.Config.Label, rec.Bytes, len(rec.Objects), rec.PLT)
+		}
+		for _, o := range rec.Objects {
+			if !(o.Ready <= o.Request && o.Request <= o.FirstByte && o.FirstByte <= o.Done && o.Done <= rec.PLT) {
+				t.Errorf("%s: object %s times out of order: %+v", rec.Config.Label, o.ID, o)
+			}
+		}
+	}
+	if got := strings.Join(labels, " "); got != "h1-2 h2-4 h3-100" {
+		t.Errorf("transports %q, want h1-2 h2-4 h3-100", got)
+	}
+}
+
+// TestServePageH3 serves a page with `shunt serve --page --h3` and loads it
+// over HTTP/3 after finding the port in the TCP response's Alt-Svc.
+func TestServePageH3(t *testing.T) {
+	file := googleGraph(t)
+	base := startServe(t, "--tls", "--h3", "--page", file)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := page.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insecure := &tls.Config{InsecureSkipVerify: true} // serve's self-signed certificate
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: insecure}, Timeout: 10 * time.Second}
+	resp, err := c.Get(base + site.URLPath(p.Name, p.Objects[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := `h3=":` + u.Port() + `"`; resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Alt-Svc"), want) {
+		t.Fatalf("TCP response %s, Alt-Svc %q; want 200 and %s", resp.Status, resp.Header.Get("Alt-Svc"), want)
+	}
+	f, err := fetch.New(fetch.Config{Proto: fetch.H3, Addr: u.Host, TLSConfig: insecure, Page: p.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := replay.Run(ctx, p, f, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Bytes != p.TotalSize() || !strings.HasPrefix(f.Protocol(), "HTTP/3") {
+		t.Errorf("%d of %d bytes over %q", r.Bytes, p.TotalSize(), f.Protocol())
+	}
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay/site"
+	"github.com/shunt-net/shunt/server"
+)
+
+// pageFlags are serve's replay options: pages served under site.Prefix, and
+// HTTP/3 beside TCP.
+type pageFlags struct {
+	files []string
+	dir   *string
+	h3    *bool
+}
+
+func addPageFlags(fs *flag.FlagSet) *pageFlags {
+	pf := &pageFlags{}
+	fs.Func("page", "serve the objects of the page graph or HAR `FILE` at "+site.Prefix+"NAME/PATH (repeatable)", func(s string) error {
+		pf.files = append(pf.files, s)
+		return nil
+	})
+	pf.dir = fs.String("pages", "", "serve every page graph (*.json) and HAR file (*.har) in `DIR`")
+	pf.h3 = fs.Bool("h3", false, "also serve HTTP/3 on the UDP port of the same number, advertised by Alt-Svc (needs --tls)")
+	return pf
+}
+
+// loadPages reads the pages the flags name.
+func (pf *pageFlags) loadPages() ([]*page.Page, error) {
+	files := append([]string(nil), pf.files...)
+	if *pf.dir != "" {
+		ents, err := os.ReadDir(*pf.dir)
+		if err != nil {
+			return nil, fmt.Errorf("--pages: %w", err)
+		}
+		var found []string
+		for _, e := range ents {
+			if ext := strings.ToLower(filepath.Ext(e.Name())); !e.IsDir() && (ext == ".json" || ext == ".har") {
+				found = append(found, filepath.Join(*pf.dir, e.Name()))
+			}
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("--pages %s: no .json or .har files", *pf.dir)
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	var pages []*page.Page
+	for _, f := range files {
+		p, err := page.Load(f)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, p)
+	}
+	return pages, nil
+}
+
+// handler mounts the pages, if any, in front of h.
+func (pf *pageFlags) handler(h http.Handler, stderr io.Writer) (http.Handler, error) {
+	pages, err := pf.loadPages()
+	if err != nil || len(pages) == 0 {
+		return h, err
+	}
+	ph, err := site.NewHandler(pages...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
+		fmt.Fprintf(stderr, "page %s: %d objects, %d bytes at %s\n", p.Source, len(p.Objects), p.TotalSize(), site.URLPath(p.Name, "/"))
+	}
+	mux := http.NewServeMux()
+	mux.Handle(site.Prefix, ph)
+	mux.Handle("/", h)
+	return mux, nil
+}
+
+// listenH3 opens the UDP socket of HTTP/3 and returns the TCP address to
+// listen on: the same port, picked here when addr's is 0.
+func (pf *pageFlags) listenH3(addr string, useTLS bool) (net.PacketConn, string, error) {
+	if !*pf.h3 {
+		return nil, addr, nil
+	}
+	if !useTLS {
+		return nil, "", errors.New("--h3 needs --tls")
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--h3: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return pc, net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)), nil
+}
+
+// setup returns the handler and address of the TCP server and a function
+// that starts HTTP/3 once it has listened (a no-op without --h3); stop
+// closes what start opened.
+func (pf *pageFlags) setup(h http.Handler, addr string, useTLS bool, stderr io.Writer) (http.Handler, string, func(*server.Server) (stop func(), err error), error) {
+	h, err := pf.handler(h, stderr)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	pc, addr, err := pf.listenH3(addr, useTLS)
+	if err != nil || pc == nil {
+		return h, addr, func(*server.Server) (func(), error) { return func() {}, nil }, err
+	}
+	start := func(s *server.Server) (func(), error) {
+		h3, err := startH3(s, h, pc, stderr)
+		if err != nil {
+			pc.Close()
+			return nil, err
+		}
+		return func() { h3.Close(); pc.Close() }, nil
+	}
+	return server.AltSvc(h, pc.LocalAddr().(*net.UDPAddr).Port), addr, start, nil
+}
+
+// startH3 serves h over HTTP/3 on pc with s's certificate (s has listened).
+func startH3(s *server.Server, h http.Handler, pc net.PacketConn, stderr io.Writer) (*http3.Server, error) {
+	c := s.Certificate()
+	if c == nil {
+		return nil, errors.New("--h3: the TCP server has no certificate")
+	}
+	h3, err := server.NewH3(&tls.Config{Certificates: []tls.Certificate{*c}}, h, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return nil, err
+	}
+	go h3.Serve(pc)
+	fmt.Fprintf(stderr, "HTTP/3 on udp %s\n", pc.LocalAddr())
+	return h3, nil
+}

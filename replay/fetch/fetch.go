@@ -1,0 +1,275 @@
+// Package fetch holds replay's real transports: Fetchers that download a
+// page's objects from a server holding them (package site) over HTTP/1.1 with
+// at most N connections, HTTP/2 over one connection with at most S
+// concurrent streams, or HTTP/3 over one QUIC connection with at most S
+// concurrent streams.
+//
+// A Fetcher serves one page load: its connections are opened by the load's
+// first requests (their handshakes count in the page load time, as a
+// browser's do) and closed by Close, so no connection or congestion state
+// crosses loads.
+//
+// Requests wait in one FIFO queue for a free slot (a connection for HTTP/1.1,
+// a stream for HTTP/2 and HTTP/3), so the limit is shunt's and identical for
+// the three protocols, whatever the libraries beneath would allow.
+// Fetched.Request is when a request got its slot and was handed to the
+// library (a connection still being opened then counts as waiting for the
+// first byte), FirstByte when the response's header arrived, Done when the
+// last body byte did.
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+// Protocols a Fetcher speaks.
+const (
+	H1 = "h1"
+	H2 = "h2"
+	H3 = "h3"
+)
+
+// Defaults of Config.
+const (
+	DefaultConns   = 6   // browsers' connections per host
+	DefaultStreams = 100 // the paper's SCTP streams, and the usual server limit
+	maxSlots       = 1000
+)
+
+// Config says how to reach the server and how much parallelism to use.
+type Config struct {
+	Proto   string // H1, H2 or H3
+	Conns   int    // H1: connections at most (default DefaultConns)
+	Streams int    // H2, H3: concurrent streams at most (default DefaultStreams)
+	Addr    string // server HOST:PORT (UDP port for H3)
+	// TLS: https for H1 and H2 (H2 then negotiates h2 by ALPN; without TLS
+	// it is h2c with prior knowledge). H3 is always TLS.
+	TLS       bool
+	TLSConfig *tls.Config // base client TLS configuration (roots, ServerName); nil: system roots
+	Page      string      // page name: objects are at site.URLPath(Page, path)
+	// Dial opens TCP connections (H1, H2); nil: a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ListenUDP opens the UDP socket of the QUIC connection (H3); nil: any
+	// local port.
+	ListenUDP func() (net.PacketConn, error)
+}
+
+// Label is the transport as figures name it: h1-6, h2-100, h3-100.
+func (c Config) Label() string {
+	if c.Proto == H1 {
+		return fmt.Sprintf("%s-%d", c.Proto, c.Conns)
+	}
+	return fmt.Sprintf("%s-%d", c.Proto, c.Streams)
+}
+
+// withDefaults fills the defaults and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.Conns == 0 {
+		c.Conns = DefaultConns
+	}
+	if c.Streams == 0 {
+		c.Streams = DefaultStreams
+	}
+	switch c.Proto {
+	case H1, H2, H3:
+	default:
+		return c, fmt.Errorf("protocol %q: want h1, h2 or h3", c.Proto)
+	}
+	if c.Conns < 1 || c.Conns > maxSlots {
+		return c, fmt.Errorf("connections %d: want 1 to %d", c.Conns, maxSlots)
+	}
+	if c.Streams < 1 || c.Streams > maxSlots {
+		return c, fmt.Errorf("streams %d: want 1 to %d", c.Streams, maxSlots)
+	}
+	if c.Addr == "" {
+		return c, errors.New("no server address")
+	}
+	if c.Proto == H3 {
+		c.TLS = true
+	}
+	if c.TLSConfig == nil {
+		c.TLSConfig = &tls.Config{}
+	}
+	if c.Dial == nil {
+		var d net.Dialer
+		c.Dial = d.DialContext
+	}
+	if c.ListenUDP == nil {
+		c.ListenUDP = func() (net.PacketConn, error) { return net.ListenUDP("udp", nil) }
+	}
+	return c, nil
+}
+
+// transport is one protocol's client: it sends a request on one of its
+// connections and says which (0-based, in the order they were opened).
+type transport interface {
+	roundTrip(req *http.Request) (resp *http.Response, conn int, err error)
+	opened() int // connections opened so far
+	close() error
+}
+
+// Fetcher implements replay.Fetcher over one of the three protocols.
+type Fetcher struct {
+	cfg  Config
+	base string // scheme://host:port
+	tr   transport
+
+	mu       sync.Mutex
+	free     int
+	queue    []func()
+	protoSaw string // the responses' protocol, to show what really ran
+}
+
+// New makes a Fetcher for one page load.
+func New(cfg Config) (*Fetcher, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetcher{cfg: cfg, base: "http://" + cfg.Addr}
+	if cfg.TLS {
+		f.base = "https://" + cfg.Addr
+	}
+	switch cfg.Proto {
+	case H1:
+		f.tr, f.free = newH1(cfg), cfg.Conns
+	case H2:
+		f.tr, f.free = newH2(cfg), cfg.Streams
+	case H3:
+		f.tr, f.free = newH3(cfg), cfg.Streams
+	}
+	return f, nil
+}
+
+// Config is the configuration in force (defaults filled in).
+func (f *Fetcher) Config() Config { return f.cfg }
+
+// Conns is how many connections the Fetcher opened.
+func (f *Fetcher) Conns() int { return f.tr.opened() }
+
+// Protocol is the protocol the responses came with ("HTTP/2.0"), with TLS
+// and ALPN when they were used; empty before the first response.
+func (f *Fetcher) Protocol() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.protoSaw
+}
+
+// Close closes the Fetcher's connections.
+func (f *Fetcher) Close() error { return f.tr.close() }
+
+// Fetch queues obj's download; see replay.Fetcher.
+func (f *Fetcher) Fetch(ctx context.Context, obj *page.Object, done func(replay.Fetched, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queue = append(f.queue, func() {
+		fd, err := f.get(ctx, obj)
+		f.mu.Lock()
+		f.free++
+		f.pump()
+		f.mu.Unlock()
+		done(fd, err)
+	})
+	f.pump()
+}
+
+// pump starts queued requests while slots are free; f.mu is held.
+func (f *Fetcher) pump() {
+	for f.free > 0 && len(f.queue) > 0 {
+		f.free--
+		go f.queue[0]()
+		f.queue[0] = nil
+		f.queue = f.queue[1:]
+	}
+}
+
+// get downloads and verifies one object.
+func (f *Fetcher) get(ctx context.Context, obj *page.Object) (replay.Fetched, error) {
+	path := site.URLPath(f.cfg.Page, obj.Path)
+	var fd replay.Fetched
+	if err := ctx.Err(); err != nil {
+		return fd, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+path, nil)
+	if err != nil {
+		return fd, err
+	}
+	fd.Request = time.Now()
+	resp, conn, err := f.tr.roundTrip(req)
+	if err != nil {
+		return fd, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	fd.FirstByte, fd.Conn = time.Now(), conn
+	if resp.StatusCode != http.StatusOK {
+		return fd, fmt.Errorf("GET %s: status %s", path, resp.Status)
+	}
+	f.noteProto(resp)
+	v := site.NewVerifier(path, obj.Size)
+	_, err = io.Copy(v, resp.Body)
+	fd.Done, fd.Bytes = time.Now(), v.Bytes()
+	if err != nil {
+		return fd, fmt.Errorf("GET %s after %d bytes: %w", path, v.Bytes(), err)
+	}
+	if err := v.Finish(resp.Header.Get(site.DigestHeader)); err != nil {
+		return fd, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return fd, nil
+}
+
+func (f *Fetcher) noteProto(resp *http.Response) {
+	p := resp.Proto
+	if resp.TLS != nil {
+		p += " over " + tls.VersionName(resp.TLS.Version) + " (ALPN " + resp.TLS.NegotiatedProtocol + ")"
+	}
+	f.mu.Lock()
+	f.protoSaw = p
+	f.mu.Unlock()
+}
+
+// tlsConfig is the base configuration with the ALPN protocols set.
+func tlsConfig(base *tls.Config, protos ...string) *tls.Config {
+	c := base.Clone()
+	c.NextProtos = protos
+	return c
+}
+
+// lazyConn opens one connection on first use; every caller waits for it and
+// gets the same result, so one failed handshake fails every request of the
+// load rather than being retried.
+type lazyConn[C any] struct {
+	once   sync.Once
+	conn   C
+	err    error
+	dialed bool
+	mu     sync.Mutex
+}
+
+func (l *lazyConn[C]) get(dial func() (C, error)) (C, error) {
+	l.once.Do(func() {
+		c, err := dial()
+		l.mu.Lock()
+		l.conn, l.err, l.dialed = c, err, err == nil
+		l.mu.Unlock()
+	})
+	return l.conn, l.err
+}
+
+// take returns the connection if one was opened, for closing.
+func (l *lazyConn[C]) take() (C, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn, l.dialed
+}

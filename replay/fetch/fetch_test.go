@@ -1,0 +1,188 @@
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+func loadPage(t *testing.T, graph string) *page.Page {
+	t.Helper()
+	file, err := shared.Path("pages", graph)
+	if err != nil {
+		t.Skipf("shared pages: %v", err)
+	}
+	p, err := page.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// inflight counts the requests a handler is serving at once.
+type inflight struct {
+	h        http.Handler
+	hold     time.Duration // keep each request open a while so they overlap
+	mu       sync.Mutex
+	now, max int
+}
+
+func (c *inflight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.now++
+	c.max = max(c.max, c.now)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.now--
+		c.mu.Unlock()
+	}()
+	time.Sleep(c.hold)
+	c.h.ServeHTTP(w, r)
+}
+
+func serve(t *testing.T, h http.Handler, useTLS, h3 bool) (*site.Running, *tls.Config) {
+	t.Helper()
+	srv, err := site.Serve(site.ServeConfig{Handler: h, Addr: "127.0.0.1:0", TLS: useTLS, H3: h3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("server close: %v", err)
+		}
+	})
+	conf := &tls.Config{}
+	if useTLS {
+		roots := x509.NewCertPool()
+		roots.AddCert(srv.Cert.Certificates[0].Leaf)
+		conf.RootCAs = roots
+	}
+	return srv, conf
+}
+
+// TestFetchersLoadPage loads a Table IV page over each transport from a
+// local server: Run checks every object's length, the fetcher its bytes and
+// digest; the server sees no more requests at once than the limit.
+func TestFetchersLoadPage(t *testing.T) {
+	p := loadPage(t, "www.dmm.co.jp_.json")
+	h, err := site.NewHandler(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cfg        Config
+		tls        bool
+		wantProto  string
+		limit      int
+		wantConnsN int // connections at most
+	}{
+		{Config{Proto: H1, Conns: 1}, false, "HTTP/1.1", 1, 1},
+		{Config{Proto: H1, Conns: 6}, true, "HTTP/1.1 over TLS 1.3 (ALPN http/1.1)", 6, 6},
+		{Config{Proto: H2, Streams: 3}, true, "HTTP/2.0", 3, 1},
+		{Config{Proto: H2, Streams: 100}, false, "HTTP/2.0", 100, 1},
+		{Config{Proto: H3, Streams: 3}, true, "HTTP/3.0", 3, 1},
+		{Config{Proto: H3, Streams: 100}, true, "HTTP/3.0", 100, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.cfg.Label(), func(t *testing.T) {
+			count := &inflight{h: h, hold: 2 * time.Millisecond}
+			srv, conf := serve(t, count, c.tls, c.cfg.Proto == H3)
+			cfg := c.cfg
+			cfg.Addr, cfg.TLS, cfg.TLSConfig, cfg.Page = srv.Addr, c.tls, conf, p.Name
+			f, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			r, err := replay.Run(ctx, p, f, replay.Options{})
+			if cerr := f.Close(); cerr != nil {
+				t.Errorf("close: %v", cerr)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Bytes != p.TotalSize() {
+				t.Errorf("received %d bytes, page has %d", r.Bytes, p.TotalSize())
+			}
+			if got := f.Protocol(); !strings.HasPrefix(got, c.wantProto) {
+				t.Errorf("responses came over %q, want %q", got, c.wantProto)
+			}
+			if n := f.Conns(); n < 1 || n > c.wantConnsN {
+				t.Errorf("%d connections opened, want 1 to %d", n, c.wantConnsN)
+			}
+			if count.max > c.limit {
+				t.Errorf("server saw %d requests at once, limit %d", count.max, c.limit)
+			}
+			for _, o := range r.Objects {
+				if o.Conn < 0 || o.Conn >= f.Conns() {
+					t.Errorf("object %s on connection %d of %d", o.ID, o.Conn, f.Conns())
+				}
+			}
+		})
+	}
+}
+
+// TestFetcherRejectsWrongObject serves another object's bytes (with a
+// matching digest) for one path: the load must fail naming it.
+func TestFetcherRejectsWrongObject(t *testing.T) {
+	p := loadPage(t, "www.google.com.hk_.json")
+	h, err := site.NewHandler(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := site.URLPath(p.Name, p.Objects[len(p.Objects)-1].Path)
+	swap := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.RequestURI == victim {
+			o := p.Objects[len(p.Objects)-1]
+			other := site.URLPath("elsewhere", o.Path)
+			d, _ := site.Digest(other, o.Size)
+			w.Header().Set(site.DigestHeader, site.FormatDigest(d))
+			http.ServeContent(w, r, "", time.Time{}, site.Body(other, o.Size))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	for _, proto := range []string{H1, H2, H3} {
+		t.Run(proto, func(t *testing.T) {
+			srv, conf := serve(t, swap, true, proto == H3)
+			f, err := New(Config{Proto: proto, Addr: srv.Addr, TLS: true, TLSConfig: conf, Page: p.Name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			_, err = replay.Run(ctx, p, f, replay.Options{})
+			if !errors.Is(err, content.ErrMismatch) || !strings.Contains(err.Error(), victim) {
+				t.Errorf("load with a swapped object: %v, want a mismatch naming %s", err, victim)
+			}
+		})
+	}
+}
+
+func TestConfigRejects(t *testing.T) {
+	for _, c := range []Config{
+		{Proto: "h4", Addr: "x:1"},
+		{Proto: H1, Conns: -1, Addr: "x:1"},
+		{Proto: H2, Streams: 5000, Addr: "x:1"},
+		{Proto: H3},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted", c)
+		}
+	}
+}
