@@ -29,7 +29,7 @@ import (
 
 var getCmd = &Command{
 	Name:  "get",
-	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure]",
+	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure] [--path IFACE_OR_ADDR[=MAPADDR]]... [--size N] [--end-adjust flow|rst] [--no-pipelining]",
 	Short: "download a URL with shunt's HTTP/2 client, timed and verified",
 }
 
@@ -57,6 +57,7 @@ type getOptions struct {
 	h2c      bool
 	verbose  bool
 	insecure bool
+	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
 }
 
 // getTimes are offsets from the start of the download, as curl reports them.
@@ -77,6 +78,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.BoolVar(&o.h2c, "h2c", false, "use h2c with prior knowledge for an http:// URL")
 	fs.BoolVar(&o.verbose, "v", false, "trace frames (HTTP/2) and response headers on stderr")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's certificate")
+	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return o, err
@@ -103,7 +105,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 			return o, err
 		}
 	}
-	return o, nil
+	return o, o.mp.check(o)
 }
 
 // parseRangeFlag checks a --range value: "A-B" (A <= B), "A-" or "-N" (N > 0).
@@ -186,6 +188,9 @@ func runGet(ctx context.Context, args []string, gio getIO) error {
 	o, err := parseGetArgs(args, gio.stderr)
 	if err != nil {
 		return err
+	}
+	if len(o.mp.paths) > 0 {
+		return runGetMultipath(ctx, o, gio)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
 	if err != nil {

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/mph2"
+)
+
+// multipathOptions are shunt get's MP-H2 flags.
+type multipathOptions struct {
+	paths        []mph2.Path
+	size         string
+	endAdjust    string
+	noPipelining bool
+}
+
+func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
+	fs.Func("path", "download over this path too (repeatable; MP-H2): an interface or a source address, "+
+		"`IFACE_OR_ADDR[=MAPADDR]`; MAPADDR (HOST or HOST:PORT) is the server this path asks instead of the URL's", func(v string) error {
+		p, err := mph2.ParsePath(v)
+		if err == nil {
+			m.paths = append(m.paths, p)
+		}
+		return err
+	})
+	fs.StringVar(&m.size, "size", "", "the object's size `N` if known (MP-H2+FS: every path starts at once)")
+	fs.StringVar(&m.endAdjust, "end-adjust", "flow", "how a range end is moved: flow (HTTP/2 flow control, no tail bytes) or rst (RST_STREAM)")
+	fs.BoolVar(&m.noPipelining, "no-pipelining", false, "request a path's next chunk only when its current one is complete")
+}
+
+func (m *multipathOptions) check(o getOptions) error {
+	if len(m.paths) == 0 {
+		if m.size != "" || m.noPipelining || m.endAdjust != "flow" {
+			return errors.New("--size, --end-adjust and --no-pipelining need --path")
+		}
+		return nil
+	}
+	switch {
+	case o.rng != "":
+		return errors.New("--range and --path exclude each other: a multipath download fetches the whole object")
+	case m.endAdjust != "flow" && m.endAdjust != "rst":
+		return fmt.Errorf("--end-adjust %q: want flow or rst", m.endAdjust)
+	}
+	if m.size != "" {
+		if _, err := content.ParseSize(m.size); err != nil {
+			return fmt.Errorf("--size %q: %w", m.size, err)
+		}
+	}
+	return nil
+}
+
+// runGetMultipath downloads with MP-H2 into a temporary file (bytes arrive
+// out of order), verifies it, then renames it to -o or copies it to stdout.
+func runGetMultipath(ctx context.Context, o getOptions, gio getIO) error {
+	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining,
+		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}}
+	if o.mp.endAdjust == "rst" {
+		c.EndAdjust = mph2.EndReset
+	}
+	if o.http11 {
+		c.Proto = mph2.ProtoHTTP1
+	}
+	defer c.Close()
+	var opts mph2.Options
+	if o.mp.size != "" {
+		opts.Size, _ = content.ParseSize(o.mp.size)
+	}
+	dir := ""
+	if o.out != "" && o.out != "-" {
+		dir = filepath.Dir(o.out)
+	}
+	tmp, err := os.CreateTemp(dir, ".shunt-get-*.part")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a rename there is nothing left to remove
+	defer tmp.Close()
+	if gio.progress {
+		total := int64(-1) // unknown: a spinner
+		if opts.Size > 0 {
+			total = opts.Size
+		}
+		bar := progressbar.DefaultBytes(total, o.url.Path)
+		per := make([]int64, len(c.Paths))
+		opts.Progress = func(p int, delivered int64) {
+			per[p] = delivered
+			var sum int64
+			parts := make([]string, len(per))
+			for i, n := range per {
+				sum += n
+				parts[i] = fmt.Sprintf("%s %s", c.Paths[i].Name, humanBytes(n))
+			}
+			bar.Describe(strings.Join(parts, " | "))
+			bar.Set64(sum)
+		}
+		for i := range c.Paths {
+			if c.Paths[i].Name == "" {
+				c.Paths[i].Name = c.Paths[i].Label(i)
+			}
+		}
+		defer bar.Finish()
+	}
+	res, err := c.Download(ctx, o.url.String(), tmp, opts)
+	if res != nil {
+		printPaths(gio.stderr, res)
+	}
+	if err != nil {
+		return err
+	}
+	sum, n, check, err := verifyFile(tmp, o.url.Path, res.Size)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", o.url, err)
+	}
+	fmt.Fprintf(gio.stderr, "total %.2f ms, %d bytes, goodput %.1f Mbit/s, tail bytes %d\n",
+		res.Total.Seconds()*1000, n, float64(n)*8/res.Total.Seconds()/1e6, res.TailBytes)
+	if res.RangesIgnored {
+		fmt.Fprintln(gio.stderr, "note: the server ignored Range; the download went on over one path")
+	}
+	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", hex.EncodeToString(sum), n)
+	if check != "" {
+		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check)
+	}
+	if o.out == "" || o.out == "-" {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(gio.stdout, tmp)
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), o.out)
+}
+
+// verifyFile hashes the downloaded file and, for /gen objects, checks it
+// against the generator; check says what matched ("" if not generated).
+func verifyFile(f *os.File, urlPath string, n int64) (sum []byte, length int64, check string, err error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, "", err
+	}
+	h := sha256.New()
+	w := io.Writer(h)
+	size, gen, gerr := content.GenSize(urlPath)
+	var v *content.Verifier
+	if gen && gerr == nil {
+		if size != n {
+			return nil, 0, "", fmt.Errorf("received %d bytes of %s, want %d", n, urlPath, size)
+		}
+		v = content.NewVerifier(0)
+		w = io.MultiWriter(h, v)
+	}
+	length, err = io.Copy(w, io.LimitReader(f, n))
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if length != n {
+		return nil, 0, "", fmt.Errorf("file holds %d bytes, downloaded %d", length, n)
+	}
+	if v != nil {
+		check = fmt.Sprintf("bytes 0-%d of %s", n-1, urlPath)
+	}
+	return h.Sum(nil), length, check, nil
+}
+
+func printPaths(w io.Writer, res *mph2.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "path\tproto\trequests\tdelivered\treceived\trtt\tbandwidth\tfirst byte\tlast byte\tstate")
+	for _, p := range res.Paths {
+		state := "up"
+		if p.Down {
+			state = "down: " + p.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f ms\t%.2f Mbit/s\t%.1f ms\t%.1f ms\t%s\n",
+			p.Name, p.Proto, p.Requests, p.Delivered, p.Received, p.RTT.Seconds()*1000,
+			p.Bandwidth*8/1e6, ms(p.FirstData), ms(p.LastData), state)
+	}
+	tw.Flush()
+}
+
+func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,216 @@
+// Package mph2 is MP-H2 as a working client (MP-H2 §3): it downloads one
+// HTTP object over several paths at once, one persistent HTTP/2 connection
+// per path, by carrying out the decisions of package multipath's scheduler
+// with real connections and a real clock.
+//
+// One goroutine per download owns the scheduler. Everything else (a
+// goroutine per request reading its body, one per path sending a PING every
+// 100 ms and watching the connection) reports to it over a channel; it feeds
+// the events to the scheduler with time.Now and executes the Actions:
+// ranged GETs, stream ends moved by HTTP/2 flow control (the stream's manual
+// window) or RST_STREAM, received bytes written at their object offsets.
+// Only bytes the scheduler delivers are written, so a path that fails leaves
+// nothing half-verified in the file: the bytes it still owed are requested
+// again on the other paths.
+//
+// Servers that ignore Range get a single-path download; servers without
+// HTTP/2 (ALPN http/1.1, or no h2c) get ranged HTTP/1.1 requests on that
+// path, where a stream's end can only be moved by closing its connection.
+package mph2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"crypto/tls"
+
+	"github.com/shunt-net/shunt/estimate"
+	"github.com/shunt-net/shunt/multipath"
+)
+
+// EndAdjust chooses how a stream's byte-range end is moved (MP-H2 §3.4.2).
+type EndAdjust = multipath.EndAdjust
+
+const (
+	EndFlowControl = multipath.FlowControl // the default: no tail bytes
+	EndReset       = multipath.ResetStream
+)
+
+// Protocols a Client may be limited to (Client.Proto).
+const (
+	ProtoHTTP2 = "h2"
+	ProtoHTTP1 = "http/1.1"
+)
+
+// Client downloads objects over its Paths. Its connections persist across
+// downloads (one per path and server); Close closes them. Safe for
+// concurrent use, but concurrent downloads share the paths' connections and
+// their Received counts.
+type Client struct {
+	Paths     []Path
+	TLSConfig *tls.Config
+	// Proto "" negotiates per path (ALPN for https, h2c probe for http,
+	// HTTP/1.1 otherwise); ProtoHTTP2 or ProtoHTTP1 insists on one.
+	Proto        string
+	EndAdjust    EndAdjust
+	NoPipelining bool
+	// Cache, if set, keeps each path's bandwidth and RTT estimates across
+	// downloads and starts the next one from them (MP-H2+FS+BW/L).
+	Cache *estimate.Cache
+	// PingInterval is the HTTP/2 PING period per path; default 100 ms.
+	PingInterval time.Duration
+	// PathTimeout declares a path down when a PING stays unanswered this
+	// long; default 3 s.
+	PathTimeout time.Duration
+	DialTimeout time.Duration // default 15 s
+
+	mu    sync.Mutex
+	conns map[connKey]*pathConn
+}
+
+// Options describe one download.
+type Options struct {
+	// Size is the object's size if the application knows it (MP-H2+FS);
+	// 0 means unknown.
+	Size int64
+	// Cut, if positive, stops the download at this offset as MP-H2 §5.7
+	// does: streams reaching past it are ended there by the EndAdjust
+	// method. Bytes from Cut on are not written.
+	Cut    int64
+	Header http.Header // extra request headers
+	// Progress, if set, is called on the owner goroutine whenever path p
+	// has delivered bytes (its running total).
+	Progress func(p int, delivered int64)
+	// OnResponse, if set, is called once, with the first response's status
+	// and headers and the object's size (-1 unknown), before any byte is
+	// written.
+	OnResponse func(status int, h http.Header, size int64)
+	// Settle, if positive, waits after the last byte until no DATA has
+	// arrived on any path for this long (at most 20 times it), so Received
+	// and TailBytes include the tail bytes still in flight.
+	Settle time.Duration
+}
+
+// Result is what one download did.
+type Result struct {
+	Size  int64         // bytes written
+	Total time.Duration // from the call to the last byte
+	// RangesIgnored: a server answered a ranged request with the whole
+	// object, and the download went on over one path.
+	RangesIgnored bool
+	// TailBytes were received but not wanted: DATA after a stream's end
+	// (RST_STREAM's tail, flow-control overshoot) and duplicates.
+	TailBytes int64
+	Paths     []PathResult
+}
+
+// PathResult is one path's share.
+type PathResult struct {
+	Name      string
+	Proto     string // "h2", "h2c", "http/1.1"; "" if never connected
+	Requests  int
+	Delivered int64 // bytes written from this path
+	// Received is the DATA (h2) or body bytes (HTTP/1.1) the path received
+	// during the download, tail bytes included.
+	Received  int64
+	Bandwidth float64       // bytes/s, the scheduler's estimate at the end
+	RTT       time.Duration // application-layer RTT estimate at the end
+	FirstData time.Duration // since the start; 0 if none
+	LastData  time.Duration
+	Down      bool
+	Err       string
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, pc := range c.conns {
+		pc.close()
+		delete(c.conns, k)
+	}
+	return nil
+}
+
+// Connect opens (or checks) every path's connection to rawURL's server and
+// waits for them, so a timed download does not include handshakes. A path
+// that fails is reported but the others stay usable.
+func (c *Client) Connect(ctx context.Context, rawURL string) error {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range c.Paths {
+		pc := c.conn(i, u)
+		select {
+		case <-pc.ready:
+			errs = append(errs, pc.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func parseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("mph2: URL %q: %w", rawURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mph2: URL %q: want http:// or https:// with a host", rawURL)
+	}
+	return u, nil
+}
+
+// cacheKey names a path's estimates: the path and the server it reaches.
+func cacheKey(p Path, i int, u *url.URL) string {
+	return p.Label(i) + " " + u.Scheme + "://" + hostPort(u)
+}
+
+// Download fetches rawURL over every path into w, each byte written once at
+// its offset. On error, w holds only bytes that were received intact, at
+// their offsets; what is missing is unknown to the caller.
+func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o Options) (*Result, error) {
+	if len(c.Paths) == 0 {
+		return nil, errors.New("mph2: Client has no paths")
+	}
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cfg := multipath.Config{Paths: len(c.Paths), Size: -1, NoPipelining: c.NoPipelining, EndAdjust: c.EndAdjust}
+	if o.Size > 0 {
+		cfg.Size = o.Size
+	}
+	if c.Cache != nil {
+		cfg.Prior = make([]estimate.Path, len(c.Paths))
+		for i, p := range c.Paths {
+			cfg.Prior[i], _ = c.Cache.Get(cacheKey(p, i, u), start)
+		}
+	}
+	sched, err := multipath.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := newDownload(ctx, c, u, w, o, sched, start)
+	defer d.stop()
+	res, err := d.run()
+	if err == nil && c.Cache != nil {
+		now := time.Now()
+		for i, p := range c.Paths {
+			if !res.Paths[i].Down {
+				c.Cache.Put(cacheKey(p, i, u), now, sched.Estimate(now, multipath.PathID(i)))
+			}
+		}
+	}
+	return res, err
+}

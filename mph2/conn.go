@@ -1,0 +1,239 @@
+package mph2
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/shunt-net/shunt/h2"
+)
+
+// flowInitialWindow is the SETTINGS_INITIAL_WINDOW_SIZE of a connection
+// whose stream ends are moved by flow control. Every stream opens its own
+// window (StreamOptions.ReceiveWindow) and is granted credit only about one
+// bandwidth-delay product ahead of what has arrived, so a new end can always
+// be announced before the server has sent past it. The paper lowers windows
+// after the fact with SETTINGS plus WINDOW_UPDATEs (§3.4.2 footnote 2);
+// never granting more than the scheduler may still take back needs neither.
+const flowInitialWindow = 16 << 10
+
+// pathConn is one path's connection to one server: HTTP/2 if the server
+// speaks it, else an HTTP/1.1 transport whose connections go over the path.
+type pathConn struct {
+	ready chan struct{} // closed once dialed; then the fields below are set
+	err   error
+	h2    *h2.ClientConn
+	h1    *http.Transport
+	proto string       // "h2", "h2c" or "http/1.1"
+	data  atomic.Int64 // DATA payload bytes received on the h2 connection
+}
+
+func (pc *pathConn) dead() bool {
+	select {
+	case <-pc.ready:
+	default:
+		return false // still dialing
+	}
+	if pc.err != nil {
+		return true
+	}
+	if pc.h2 != nil {
+		select {
+		case <-pc.h2.Conn().Done():
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+func (pc *pathConn) close() {
+	select {
+	case <-pc.ready:
+	default:
+		return
+	}
+	if pc.h2 != nil {
+		pc.h2.Close()
+	}
+	if pc.h1 != nil {
+		pc.h1.CloseIdleConnections()
+	}
+}
+
+// received is the DATA the connection has received so far (h2 only).
+func (pc *pathConn) received() int64 { return pc.data.Load() }
+
+type connKey struct {
+	path     int
+	scheme   string
+	hostport string
+}
+
+// conn returns path i's connection for u's server, dialing it in the
+// background if there is none or it has died. Connections persist across
+// downloads, as the paper's measurements use persistent connections.
+func (c *Client) conn(i int, u *url.URL) *pathConn {
+	k := connKey{i, u.Scheme, hostPort(u)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pc := c.conns[k]; pc != nil && !pc.dead() {
+		return pc
+	}
+	if c.conns == nil {
+		c.conns = make(map[connKey]*pathConn)
+	}
+	pc := &pathConn{ready: make(chan struct{})}
+	c.conns[k] = pc
+	go func() {
+		defer close(pc.ready)
+		ctx, cancel := context.WithTimeout(context.Background(), c.dialTimeout())
+		defer cancel()
+		pc.err = c.dial(ctx, i, u, pc)
+		if pc.err != nil {
+			pc.err = fmt.Errorf("path %s: %w", c.Paths[i].Label(i), pc.err)
+		}
+	}()
+	return pc
+}
+
+func (c *Client) dialTimeout() time.Duration {
+	if c.DialTimeout > 0 {
+		return c.DialTimeout
+	}
+	return 15 * time.Second
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// dial connects path i to u's server and settles the protocol: TLS ALPN
+// decides for https; for http, h2c with prior knowledge is tried and a PING
+// must come back, else the path falls back to HTTP/1.1.
+func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) error {
+	p := c.Paths[i]
+	addr, err := p.target(ctx, hostPort(u))
+	if err != nil {
+		return err
+	}
+	dial := p.dialer()
+	if c.Proto == ProtoHTTP1 {
+		pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
+		return nil
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if u.Scheme == "https" {
+		cfg := c.tlsConfig(u, "h2", "http/1.1")
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		if tc.ConnectionState().NegotiatedProtocol != "h2" {
+			// The server has no HTTP/2: ranged HTTP/1.1 requests instead.
+			tc.Close()
+			if c.Proto == ProtoHTTP2 {
+				return fmt.Errorf("server %s did not choose h2 by ALPN", addr)
+			}
+			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
+			return nil
+		}
+		nc, pc.proto = tc, "h2"
+	} else {
+		pc.proto = "h2c"
+	}
+	cfg := h2.Config{Trace: func(dir h2.Direction, f http2.Frame) {
+		if df, ok := f.(*http2.DataFrame); ok && dir == h2.Recv {
+			pc.data.Add(int64(df.Length))
+		}
+	}}
+	if c.EndAdjust == EndFlowControl {
+		cfg.InitialWindowSize = flowInitialWindow
+	}
+	tr := &h2.Transport{Config: cfg}
+	cc, err := tr.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	if u.Scheme == "http" && c.Proto == "" {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := cc.Conn().Ping(pctx)
+		cancel()
+		if err != nil {
+			cc.Close()
+			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
+			return nil
+		}
+	}
+	pc.h2 = cc
+	return nil
+}
+
+func (c *Client) tlsConfig(u *url.URL, protos ...string) *tls.Config {
+	cfg := &tls.Config{}
+	if c.TLSConfig != nil {
+		cfg = c.TLSConfig.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	cfg.NextProtos = protos
+	return cfg
+}
+
+// h1Transport is Go's HTTP/1.1 client with every connection dialed over
+// the path to addr. A pipelined request gets a second connection.
+func (c *Client) h1Transport(dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string) *http.Transport {
+	tlsConf := &tls.Config{}
+	if c.TLSConfig != nil {
+		tlsConf = c.TLSConfig.Clone()
+	}
+	tlsConf.NextProtos = []string{"http/1.1"}
+	return &http.Transport{
+		DialContext:         func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, addr) },
+		TLSClientConfig:     tlsConf,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		DisableCompression:  true, // ranges are of the bytes as stored
+		MaxIdleConnsPerHost: 4,
+	}
+}
+
+// roundTrip sends req on the path. window > 0 asks for a manually
+// controlled HTTP/2 stream whose first window is window bytes.
+func (pc *pathConn) roundTrip(req *http.Request, window int64) (*http.Response, *h2.Stream, error) {
+	if pc.h1 != nil {
+		res, err := pc.h1.RoundTrip(req)
+		return res, nil, err
+	}
+	var opts h2.StreamOptions
+	if window > 0 {
+		opts = h2.StreamOptions{ManualWindow: true, ReceiveWindow: uint32(max(window, flowInitialWindow))}
+	}
+	res, err := pc.h2.RoundTripOpts(req, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, h2.StreamOf(res), nil
+}
+
+// errPathTimeout: a path's PING went unanswered for Client.PathTimeout.
+var errPathTimeout = errors.New("PING unanswered")

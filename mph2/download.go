@@ -1,0 +1,572 @@
+package mph2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/multipath"
+)
+
+type evKind uint8
+
+const (
+	evHeaders evKind = iota
+	evData
+	evEnd      // the stream's body ended (err nil) or failed
+	evRTT      // a PING sample
+	evPathDown // the path's connection failed or its PING timed out
+)
+
+// event is what the helper goroutines report to the owner.
+type event struct {
+	kind   evKind
+	stream multipath.StreamID
+	path   int
+	// evHeaders
+	res   *http.Response
+	h2s   *h2.Stream
+	first int64 // object offset of the body's first byte
+	size  int64 // the object's complete length, -1 unknown
+	// evData
+	buf *[]byte
+	n   int
+	// evRTT
+	rtt time.Duration
+	err error
+}
+
+// stream is the owner's record of one request.
+type stream struct {
+	id      multipath.StreamID
+	path    int
+	start   int64 // requested range [start, end); end -1: the whole object
+	end     int64
+	cancel  context.CancelFunc
+	h2s     *h2.Stream // nil until headers, and for HTTP/1.1
+	manual  bool       // the stream's window is granted by grant
+	headers bool
+	recv    int64 // body bytes received
+	granted int64 // window credit given, in body bytes from the first
+	limit   int64 // credit SetEnd allows; -1 none
+}
+
+// download is one Download: the scheduler and the state only the owner
+// goroutine (run) touches.
+type download struct {
+	c     *Client
+	ctx   context.Context
+	stopC context.CancelFunc
+	u     *url.URL
+	w     io.WriterAt
+	o     Options
+	s     *multipath.Scheduler
+	start time.Time
+
+	events  chan event
+	wg      sync.WaitGroup
+	conns   []*pathConn
+	data0   []int64 // each h2 connection's DATA count at the start
+	body    []int64 // body bytes read per path (HTTP/1.1 paths' Received)
+	streams map[multipath.StreamID]*stream
+	down    []bool
+	errs    []string
+	ignored bool
+	written int64
+	told    bool // OnResponse called
+	done    bool
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Options, s *multipath.Scheduler, start time.Time) *download {
+	n := len(c.Paths)
+	d := &download{c: c, u: u, w: w, o: o, s: s, start: start,
+		events:  make(chan event, 64),
+		streams: make(map[multipath.StreamID]*stream),
+		conns:   make([]*pathConn, n), data0: make([]int64, n), body: make([]int64, n),
+		down: make([]bool, n), errs: make([]string, n)}
+	d.ctx, d.stopC = context.WithCancel(ctx)
+	return d
+}
+
+// stop ends the helpers and waits for them.
+func (d *download) stop() {
+	d.stopC()
+	d.wg.Wait()
+}
+
+// send hands an event to the owner unless the download is over.
+func (d *download) send(ev event) bool {
+	select {
+	case d.events <- ev:
+		return true
+	case <-d.ctx.Done():
+		if ev.buf != nil {
+			bufPool.Put(ev.buf)
+		}
+		return false
+	}
+}
+
+func (d *download) run() (*Result, error) {
+	for i := range d.c.Paths {
+		d.conns[i] = d.c.conn(i, d.u)
+		select {
+		case <-d.conns[i].ready:
+			d.data0[i] = d.conns[i].received()
+		default: // dialing now: everything it will receive is this download's
+		}
+		d.wg.Add(1)
+		go d.watchPath(i)
+	}
+	acts := d.s.OnStart(time.Now())
+	if d.o.Cut > 0 {
+		acts = append(acts, d.s.Cut(time.Now(), d.o.Cut)...)
+	}
+	if err := d.exec(acts, nil); err != nil {
+		return d.result(), err
+	}
+	for !d.done {
+		var ev event
+		select {
+		case ev = <-d.events:
+		case <-d.ctx.Done():
+			return d.result(), fmt.Errorf("mph2: GET %s: %w", d.u, d.ctx.Err())
+		}
+		if err := d.handle(ev); err != nil {
+			return d.result(), fmt.Errorf("mph2: GET %s: %w", d.u, err)
+		}
+	}
+	total := time.Since(d.start)
+	d.settle()
+	r := d.result()
+	r.Total = total
+	return r, nil
+}
+
+// handle feeds one event to the scheduler and executes what it decides.
+func (d *download) handle(ev event) error {
+	now := time.Now()
+	switch ev.kind {
+	case evRTT:
+		if d.down[ev.path] {
+			return nil
+		}
+		return d.exec(d.s.OnRTT(now, multipath.PathID(ev.path), ev.rtt), nil)
+	case evPathDown:
+		return d.pathDown(now, ev.path, ev.err)
+	}
+	st := d.streams[ev.stream]
+	if st == nil {
+		// A stream the scheduler reset or gave up: its bytes are tail bytes.
+		if ev.buf != nil {
+			d.body[ev.path] += int64(ev.n)
+			bufPool.Put(ev.buf)
+		}
+		return nil
+	}
+	switch ev.kind {
+	case evHeaders:
+		return d.onHeaders(now, st, ev)
+	case evData:
+		defer bufPool.Put(ev.buf)
+		d.body[st.path] += int64(ev.n)
+		st.recv += int64(ev.n)
+		if err := d.exec(d.s.OnData(now, st.id, int64(ev.n)), (*ev.buf)[:ev.n]); err != nil {
+			return err
+		}
+		d.grant(now, st)
+		return nil
+	case evEnd:
+		if ev.err != nil && (!st.headers || d.conns[st.path].h1 != nil || d.conns[st.path].dead()) {
+			// The request never got an answer, or its connection broke:
+			// the path is in trouble, not just this stream.
+			return d.pathDown(now, st.path, ev.err)
+		}
+		d.forget(st)
+		return d.exec(d.s.OnStreamEnd(now, st.id), nil)
+	}
+	return nil
+}
+
+func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
+	res := ev.res
+	st.headers, st.h2s = true, ev.h2s
+	if res.StatusCode == http.StatusPartialContent && ev.first != st.start {
+		return fmt.Errorf("path %s: asked for bytes from %d, got a range from %d", d.pathName(st.path), st.start, ev.first)
+	}
+	if res.StatusCode == http.StatusOK && (st.start > 0 || st.end >= 0) {
+		d.ignored = true
+	}
+	acts, err := d.s.OnHeaders(now, st.id, res.StatusCode, ev.size)
+	if err != nil {
+		return fmt.Errorf("path %s: %w", d.pathName(st.path), err)
+	}
+	if !d.told && d.o.OnResponse != nil && (res.StatusCode == 200 || res.StatusCode == 206) {
+		d.told = true
+		d.o.OnResponse(res.StatusCode, res.Header, d.s.Size())
+	}
+	if err := d.exec(acts, nil); err != nil {
+		return err
+	}
+	d.grant(now, st)
+	return nil
+}
+
+// pathDown gives path p's work to the others and closes its connection, so
+// the next download dials afresh.
+func (d *download) pathDown(now time.Time, p int, cause error) error {
+	if d.down[p] {
+		return nil
+	}
+	d.down[p] = true
+	if cause != nil {
+		d.errs[p] = cause.Error()
+	}
+	for _, st := range d.streams {
+		if st.path == p {
+			d.forget(st)
+		}
+	}
+	d.conns[p].close()
+	acts, err := d.s.OnPathDown(now, multipath.PathID(p))
+	if err != nil {
+		return fmt.Errorf("%w (path %s: %v)", err, d.pathName(p), cause)
+	}
+	return d.exec(acts, nil)
+}
+
+func (d *download) forget(st *stream) {
+	st.cancel()
+	delete(d.streams, st.id)
+}
+
+// exec carries out the scheduler's actions; data is the DATA just passed
+// to OnData, which Deliver actions refer to.
+func (d *download) exec(acts []multipath.Action, data []byte) error {
+	for _, a := range acts {
+		switch a.Kind {
+		case multipath.Request:
+			d.request(a)
+		case multipath.SetEnd:
+			if st := d.streams[a.Stream]; st != nil {
+				st.limit = a.End - a.Start
+				d.grant(time.Now(), st)
+			}
+		case multipath.Reset:
+			if st := d.streams[a.Stream]; st != nil {
+				if st.h2s != nil {
+					st.h2s.Reset(http2.ErrCodeCancel)
+				}
+				d.forget(st) // for HTTP/1.1: closes the connection
+			}
+		case multipath.Deliver:
+			if _, err := d.w.WriteAt(data[a.Start-a.From:a.End-a.From], a.Start); err != nil {
+				return fmt.Errorf("writing bytes %d-%d: %w", a.Start, a.End-1, err)
+			}
+			d.written += a.End - a.Start
+			if d.o.Progress != nil {
+				d.o.Progress(int(a.Path), d.s.Stats(a.Path).Delivered)
+			}
+		case multipath.Done:
+			d.done = true
+		}
+	}
+	return nil
+}
+
+// ahead is how far past the received bytes a manually controlled stream
+// on path p may be granted credit: exactly the distance at which the
+// scheduler announces a lazily moved end (one bandwidth-delay product plus
+// its margin), so the announcement still finds the server short of it.
+func (d *download) ahead(now time.Time, p int) int64 {
+	e := d.s.Estimate(now, multipath.PathID(p))
+	if e.Bandwidth > 0 {
+		return int64(e.Bandwidth*e.RTT.Seconds()) + multipath.DefaultLeadMargin
+	}
+	return 4 * multipath.DefaultLeadMargin
+}
+
+// grant tops up a manual stream's window to ahead bytes past what has
+// arrived, never beyond the end SetEnd gave it.
+func (d *download) grant(now time.Time, st *stream) {
+	if !st.manual || st.h2s == nil {
+		return
+	}
+	target := st.recv + d.ahead(now, st.path)
+	if st.limit >= 0 {
+		target = min(target, st.limit)
+	}
+	for target > st.granted {
+		inc := min(target-st.granted, 1<<30)
+		if st.h2s.GrowWindow(uint32(inc)) != nil {
+			return // the stream has ended
+		}
+		st.granted += inc
+	}
+}
+
+// request opens the scheduler's stream a on its path.
+func (d *download) request(a multipath.Action) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	st := &stream{id: a.Stream, path: int(a.Path), start: a.Start, end: a.End, cancel: cancel, limit: -1}
+	d.streams[st.id] = st
+	pc := d.conns[st.path]
+	var window int64
+	if d.c.EndAdjust == EndFlowControl {
+		window = d.ahead(time.Now(), st.path)
+		if a.End >= 0 {
+			window = min(window, a.End-a.Start)
+		}
+		window = max(window, flowInitialWindow)
+		st.granted = window
+	}
+	d.wg.Add(1)
+	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window)
+	// Whether the window is manual is known once the path's protocol is;
+	// only HTTP/2 streams get one.
+	st.manual = window > 0
+}
+
+// fetch runs one request on its own goroutine: headers, then the body in
+// buffers handed to the owner, then the end.
+func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *pathConn, a, b, window int64) {
+	defer d.wg.Done()
+	select {
+	case <-pc.ready:
+	case <-ctx.Done():
+		return
+	}
+	end := func(err error) { d.send(event{kind: evEnd, stream: id, path: p, err: err}) }
+	if pc.err != nil {
+		end(pc.err)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.u.String(), nil)
+	if err != nil {
+		end(err)
+		return
+	}
+	for k, v := range d.o.Header {
+		req.Header[k] = v
+	}
+	switch {
+	case b >= 0:
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", a, b-1))
+	case a > 0:
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", a))
+	}
+	if pc.h1 != nil {
+		window = 0
+	}
+	res, h2s, err := pc.roundTrip(req, window)
+	if err != nil {
+		end(err)
+		return
+	}
+	defer res.Body.Close()
+	first, size, err := bodyRange(res)
+	if err != nil {
+		end(err)
+		return
+	}
+	if !d.send(event{kind: evHeaders, stream: id, path: p, res: res, h2s: h2s, first: first, size: size}) {
+		return
+	}
+	for {
+		bp := bufPool.Get().(*[]byte)
+		n, rerr := res.Body.Read(*bp)
+		if n > 0 {
+			if !d.send(event{kind: evData, stream: id, path: p, buf: bp, n: n}) {
+				return
+			}
+		} else {
+			bufPool.Put(bp)
+		}
+		if rerr == io.EOF {
+			end(nil)
+			return
+		}
+		if rerr != nil {
+			end(rerr)
+			return
+		}
+	}
+}
+
+// bodyRange returns the object offset of a response body's first byte and
+// the object's complete length (-1 unknown).
+func bodyRange(res *http.Response) (first, size int64, err error) {
+	switch res.StatusCode {
+	case http.StatusOK:
+		return 0, res.ContentLength, nil
+	case http.StatusPartialContent:
+		cr := res.Header.Get("Content-Range")
+		first, _, size, err := parseContentRange(cr)
+		if err != nil {
+			return 0, 0, err
+		}
+		return first, size, nil
+	}
+	return 0, -1, nil
+}
+
+// parseContentRange parses "bytes FIRST-LAST/SIZE" (RFC 9110 14.4); SIZE
+// "*" is -1.
+func parseContentRange(s string) (first, last, size int64, err error) {
+	bad := fmt.Errorf("Content-Range %q: want bytes FIRST-LAST/SIZE", s)
+	spec, ok := strings.CutPrefix(s, "bytes ")
+	rng, total, ok2 := strings.Cut(spec, "/")
+	a, b, ok3 := strings.Cut(rng, "-")
+	if !ok || !ok2 || !ok3 {
+		return 0, 0, 0, bad
+	}
+	num := func(x string) (int64, bool) {
+		if x == "" || strings.TrimLeft(x, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	first, ok = num(a)
+	last, ok2 = num(b)
+	size, ok3 = -1, total == "*"
+	if !ok3 {
+		size, ok3 = num(total)
+	}
+	if !ok || !ok2 || !ok3 || last < first || (size >= 0 && last >= size) {
+		return 0, 0, 0, bad
+	}
+	return first, last, size, nil
+}
+
+// watchPath waits for path p's connection, then (HTTP/2) sends a PING every
+// PingInterval: each answer is an RTT sample and the scheduler's clock tick;
+// one unanswered for PathTimeout, or a dead connection, takes the path down.
+func (d *download) watchPath(p int) {
+	defer d.wg.Done()
+	pc := d.conns[p]
+	select {
+	case <-pc.ready:
+	case <-d.ctx.Done():
+		return
+	}
+	if pc.err != nil {
+		d.send(event{kind: evPathDown, path: p, err: pc.err})
+		return
+	}
+	if pc.h2 == nil {
+		return
+	}
+	interval, timeout := d.c.PingInterval, d.c.PathTimeout
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	if timeout <= 0 {
+		timeout = 3 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	conn := pc.h2.Conn()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-conn.Done():
+			d.send(event{kind: evPathDown, path: p, err: fmt.Errorf("connection closed: %v", conn.Err())})
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, timeout)
+		rtt, err := conn.Ping(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if !d.send(event{kind: evRTT, path: p, rtt: rtt}) {
+				return
+			}
+		case d.ctx.Err() != nil:
+			return
+		default:
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w for %v", errPathTimeout, timeout)
+			}
+			d.send(event{kind: evPathDown, path: p, err: err})
+			return
+		}
+	}
+}
+
+// settle waits for tail bytes still in flight (Options.Settle).
+func (d *download) settle() {
+	if d.o.Settle <= 0 {
+		return
+	}
+	total := func() (n int64) {
+		for _, pc := range d.conns {
+			if pc.h2 != nil {
+				n += pc.received()
+			}
+		}
+		return n
+	}
+	last := total()
+	deadline := time.Now().Add(20 * d.o.Settle)
+	for time.Now().Before(deadline) {
+		select {
+		case <-time.After(d.o.Settle):
+		case <-d.ctx.Done():
+			return
+		}
+		n := total()
+		if n == last {
+			return
+		}
+		last = n
+	}
+}
+
+func (d *download) pathName(p int) string { return d.c.Paths[p].Label(p) }
+
+func (d *download) result() *Result {
+	r := &Result{Size: d.written, Total: time.Since(d.start), RangesIgnored: d.ignored}
+	now := time.Now()
+	var received int64
+	for i := range d.c.Paths {
+		st := d.s.Stats(multipath.PathID(i))
+		e := d.s.Estimate(now, multipath.PathID(i))
+		pr := PathResult{Name: d.pathName(i), Requests: st.Requests, Delivered: st.Delivered,
+			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i]}
+		pc := d.conns[i]
+		select {
+		case <-pc.ready:
+			pr.Proto = pc.proto
+		default:
+		}
+		pr.Received = d.body[i]
+		if pr.Proto == "h2" || pr.Proto == "h2c" {
+			pr.Received = pc.received() - d.data0[i]
+		}
+		if !st.FirstData.IsZero() {
+			pr.FirstData = st.FirstData.Sub(d.start)
+		}
+		if !st.LastData.IsZero() {
+			pr.LastData = st.LastData.Sub(d.start)
+		}
+		received += pr.Received
+		r.Paths = append(r.Paths, pr)
+	}
+	r.TailBytes = max(received-d.written, 0)
+	return r
+}
