@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/bench/emulated"
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/estimate"
 	"github.com/shunt-net/shunt/h2"
@@ -40,7 +45,18 @@ func init() { bench.Drivers.Register("mph2", mph2Driver{}) }
 //	                   (primary subflow on the first path)
 //
 // Other params: end_adjust=flow|rst, pipelining=off, cut=SIZE (stop the
-// download there, MP-H2 §5.7), cc (default cubic). Every run opens fresh
+// download there, MP-H2 §5.7), cc (default cubic), restart_links=on (every
+// link direction with a trace is re-applied just before the timed download,
+// so its schedule starts with the download: MP-H2 §5.8's drop at 1050 ms,
+// and §5.6's on/off rows over the same bandwidth), trace_shift=DURATION
+// (with restart_links: mahimahi traces start rep x DURATION into the trace,
+// so repetitions see different stretches of it and rows the same ones).
+//
+// Multi-homing (MP-H2 §5.5): on a network whose paths reach different
+// servers (topology multihomed), a server runs in every server namespace
+// with the same objects, and each path sends its requests to its own server
+// by the path's address mapping (mph2.Path.Map); the URL names the first
+// path's server. Every run opens fresh
 // connections and warms them up with a 100-byte request on every path
 // before the timed download (the paper uses persistent connections); MP-H2
 // rows open them with Client.Connect, which exchanges a PING on each.
@@ -57,6 +73,8 @@ type mph2Params struct {
 	endAdjust mph2.EndAdjust
 	noPipe    bool
 	cc        string
+	restart   bool
+	shift     time.Duration
 }
 
 var mph2Modes = []string{"mph2", "mph2-fs", "mph2-fs-bwl", "single", "mhttp", "mptcp"}
@@ -100,8 +118,17 @@ func parseMPH2Params(p bench.Protocol) (mph2Params, error) {
 			mp.noPipe = v == "off"
 		case "cc":
 			mp.cc = v
+		case "restart_links":
+			if v != "on" && v != "off" {
+				return mp, bad(k, v, "want on or off")
+			}
+			mp.restart = v == "on"
+		case "trace_shift":
+			if mp.shift, err = time.ParseDuration(v); err != nil || mp.shift <= 0 {
+				return mp, bad(k, v, "want a positive duration")
+			}
 		default:
-			return mp, bad(k, v, "unknown parameter of driver mph2 (want mode, path, chunk, cut, end_adjust, pipelining, cc)")
+			return mp, bad(k, v, "unknown parameter of driver mph2 (want mode, path, chunk, cut, end_adjust, pipelining, cc, restart_links, trace_shift)")
 		}
 	}
 	switch {
@@ -109,6 +136,8 @@ func parseMPH2Params(p bench.Protocol) (mph2Params, error) {
 		return mp, bad("path", "", "mode single needs path=NAME")
 	case mp.mode == "mhttp" && mp.chunk == 0:
 		return mp, bad("chunk", "", "mode mhttp needs chunk=SIZE")
+	case mp.shift > 0 && !mp.restart:
+		return mp, bad("trace_shift", mp.shift.String(), "needs restart_links=on")
 	}
 	return mp, nil
 }
@@ -152,29 +181,61 @@ func (mph2Driver) Start(ctx context.Context, env *bench.Env, p bench.Protocol) (
 	if err := writeObjects(env.Dir, env.Scenario.Objects); err != nil {
 		return nil, err
 	}
+	targets, addrs, err := serverTargets(paths, len(env.Net.Servers()))
+	if err != nil {
+		return nil, err
+	}
+	if mp.mode == "mptcp" && len(addrs) > 1 {
+		return nil, &bench.FieldError{Field: "params.mode", Value: mp.mode, Err: fmt.Errorf("condition %s reaches %d servers; an MPTCP connection has one", env.Condition.Name, len(addrs))}
+	}
 	hd, err := content.NewHandler(env.Dir)
 	if err != nil {
 		return nil, err
 	}
 	// MPTCP needs an MPTCP listener; the other modes get plain TCP, so no
 	// MPTCP socket is involved in their rows.
-	srv := &server.Server{Handler: hd, CC: mp.cc, MPTCP: mp.mode == "mptcp",
-		ErrorLog: log.New(env.Log, "shunt server: ", log.LstdFlags)}
-	ln, err := env.Net.Servers()[0].Listen("tcp", hostPort(env.Net, mph2Port), bench.SockOpts{CC: mp.cc, MPTCP: mp.mode == "mptcp"})
-	if err != nil {
-		hd.Close()
-		return nil, err
-	}
+	sock := bench.SockOpts{CC: mp.cc, MPTCP: mp.mode == "mptcp"}
 	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
-	s := &mph2Session{p: mp, env: env, base: "http://" + ln.Addr().String(), cache: estimate.NewCache(0)}
-	s.close = func() error {
+	done := make(chan error, len(addrs))
+	stop := func(n int) error {
 		cancel()
-		<-done
+		for range n {
+			<-done
+		}
 		return hd.Close()
 	}
+	// Every server serves the same handler, so multi-homed paths fetch the
+	// same bytes from different namespaces.
+	for i, a := range addrs {
+		ln, err := env.Net.Servers()[i].Listen("tcp", a, sock)
+		if err != nil {
+			stop(i)
+			return nil, err
+		}
+		srv := &server.Server{Handler: hd, CC: mp.cc, MPTCP: mp.mode == "mptcp",
+			ErrorLog: log.New(env.Log, "shunt server "+a+": ", log.LstdFlags)}
+		go func() { done <- srv.Serve(sctx, ln) }()
+	}
+	s := &mph2Session{p: mp, env: env, targets: targets, base: "http://" + targets[0], cache: estimate.NewCache(0)}
+	s.close = func() error { return stop(len(addrs)) }
 	return s, nil
+}
+
+// serverTargets is each path's server HOST:PORT and the distinct server
+// addresses in path order, which is the order of the network's server
+// namespaces (testbed: path i of a multi-homed network reaches server i).
+func serverTargets(paths []bench.PathInfo, servers int) (targets, addrs []string, err error) {
+	for _, p := range paths {
+		t := net.JoinHostPort(p.ServerAddr, strconv.Itoa(mph2Port))
+		targets = append(targets, t)
+		if !contains(addrs, t) {
+			addrs = append(addrs, t)
+		}
+	}
+	if len(addrs) != servers {
+		return nil, nil, fmt.Errorf("paths reach %d server addresses, the network has %d servers", len(addrs), servers)
+	}
+	return targets, addrs, nil
 }
 
 func slicesContainsPath(ps []bench.PathInfo, name string) bool {
@@ -187,12 +248,13 @@ func slicesContainsPath(ps []bench.PathInfo, name string) bool {
 }
 
 type mph2Session struct {
-	p      mph2Params
-	env    *bench.Env
-	base   string
-	cache  *estimate.Cache // MP-H2+FS+BW/L's estimates, across runs
-	primed bool
-	close  func() error
+	p       mph2Params
+	env     *bench.Env
+	targets []string        // each path's server, HOST:PORT, in Net.Paths order
+	base    string          // the URL's scheme and host: the first path's server
+	cache   *estimate.Cache // MP-H2+FS+BW/L's estimates, across runs
+	primed  bool
+	close   func() error
 }
 
 func (s *mph2Session) Info() map[string]string {
@@ -211,30 +273,35 @@ func (s *mph2Session) pathDial(pi bench.PathInfo, mptcp bool) func(ctx context.C
 }
 
 // ideal is Equation 1's completion time for the condition's paths (for
-// single: that path alone), with the links' configured rates and RTTs.
-func (s *mph2Session) ideal(size int64) (time.Duration, error) {
+// single: that path alone), with the links' configured rates and RTTs;
+// false if a downlink's rate varies (a trace), where Equation 1 has no
+// single rate to use.
+func (s *mph2Session) ideal(size int64) (time.Duration, bool, error) {
 	var conds []multipath.Cond
 	for _, p := range s.env.Condition.Paths {
 		if s.p.mode == "single" && p.Name != s.p.path {
 			continue
 		}
+		if p.Down.Trace != "" {
+			return 0, false, nil
+		}
 		rate, err := netem.ParseRate(p.Down.Rate)
 		if err != nil {
-			return 0, fmt.Errorf("path %s down rate: %w", p.Name, err)
+			return 0, false, fmt.Errorf("path %s down rate: %w", p.Name, err)
 		}
 		var rtt time.Duration
 		for _, d := range []string{p.Down.Delay, p.Up.Delay} {
 			if d != "" {
 				x, err := netem.ParseDelay(d)
 				if err != nil {
-					return 0, fmt.Errorf("path %s delay: %w", p.Name, err)
+					return 0, false, fmt.Errorf("path %s delay: %w", p.Name, err)
 				}
 				rtt += x
 			}
 		}
 		conds = append(conds, multipath.Cond{Bandwidth: rate / 8, Delay: rtt})
 	}
-	return multipath.IdealTime(size, conds), nil
+	return multipath.IdealTime(size, conds), true, nil
 }
 
 func (s *mph2Session) Run(ctx context.Context, r *bench.Run) (bench.Result, error) {
@@ -243,14 +310,26 @@ func (s *mph2Session) Run(ctx context.Context, r *bench.Run) (bench.Result, erro
 		return bench.Result{}, err
 	}
 	var res bench.Result
+	// Each mode calls timed() once its connections are warm, just before
+	// the timed download.
+	var restarted map[string]string
+	timed := func() error {
+		var err error
+		restarted, err = s.restartLinks(r.Rep)
+		return err
+	}
 	switch s.p.mode {
 	case "mhttp":
-		res, err = s.runMHTTP(ctx, sz.size)
+		res, err = s.runMHTTP(ctx, sz.size, timed)
 	case "mptcp":
-		res, err = s.runMPTCP(ctx, sz.size)
+		res, err = s.runMPTCP(ctx, sz.size, timed)
 	default:
-		res, err = s.runMPH2(ctx, sz.size)
+		res, err = s.runMPH2(ctx, sz.size, timed)
 	}
+	if res.Info == nil {
+		res.Info = map[string]string{}
+	}
+	maps.Copy(res.Info, restarted)
 	if err != nil {
 		return res, err
 	}
@@ -258,22 +337,30 @@ func (s *mph2Session) Run(ctx context.Context, r *bench.Run) (bench.Result, erro
 	if s.p.cut > 0 {
 		want = min(want, s.p.cut)
 	}
-	ideal, err := s.ideal(want)
+	ideal, ok, err := s.ideal(want)
 	if err != nil {
 		return res, err
 	}
-	res.Metrics["ideal"] = ideal.Seconds()
+	if ok {
+		res.Metrics["ideal"] = ideal.Seconds()
+	}
 	res.Sock = bench.SockOpts{CC: s.p.cc, MPTCP: s.p.mode == "mptcp"}
 	return res, nil
 }
 
-func (s *mph2Session) runMPH2(ctx context.Context, size int64) (bench.Result, error) {
+func (s *mph2Session) runMPH2(ctx context.Context, size int64, timed func() error) (bench.Result, error) {
 	c := &mph2.Client{EndAdjust: s.p.endAdjust, NoPipelining: s.p.noPipe}
-	for _, pi := range s.env.Net.Paths() {
+	serverOf := map[string]string{} // path name: the server it is sent to
+	for i, pi := range s.env.Net.Paths() {
 		if s.p.mode == "single" && pi.Name != s.p.path {
 			continue
 		}
-		c.Paths = append(c.Paths, mph2.Path{Name: pi.Name, Dial: s.pathDial(pi, false)})
+		p := mph2.Path{Name: pi.Name, Dial: s.pathDial(pi, false)}
+		if s.targets[i] != s.targets[0] {
+			p.Map = map[string]string{s.targets[0]: s.targets[i]}
+		}
+		serverOf[pi.Name] = s.targets[i]
+		c.Paths = append(c.Paths, p)
 	}
 	defer c.Close()
 	var o mph2.Options
@@ -304,6 +391,9 @@ func (s *mph2Session) runMPH2(ctx context.Context, size int64) (bench.Result, er
 	if o.Cut > 0 {
 		v.want = o.Cut
 	}
+	if err := timed(); err != nil {
+		return bench.Result{}, err
+	}
 	res, err := c.Download(ctx, url, v, o)
 	if err != nil {
 		return bench.Result{}, err
@@ -320,6 +410,7 @@ func (s *mph2Session) runMPH2(ctx context.Context, size int64) (bench.Result, er
 		out.Counts["bytes_"+p.Name] = float64(p.Delivered)
 		out.Counts["requests_"+p.Name] = float64(p.Requests)
 		out.Info["proto_"+p.Name] = p.Proto
+		out.Info["server_"+p.Name] = serverOf[p.Name]
 		if p.Down {
 			return out, fmt.Errorf("path %s went down: %s", p.Name, p.Err)
 		}
@@ -373,16 +464,18 @@ func (v *verifyAt) check() error {
 // complete (no pipelining), over one HTTP/2 connection per path. The size
 // comes from the first response's Content-Range; until then each path
 // claims chunks blindly, and one past the end is answered 416.
-func (s *mph2Session) runMHTTP(ctx context.Context, size int64) (bench.Result, error) {
+func (s *mph2Session) runMHTTP(ctx context.Context, size int64, timed func() error) (bench.Result, error) {
 	paths := s.env.Net.Paths()
-	url := s.base + objectPath(size)
 	trs := make([]*h2.Transport, len(paths))
 	for i, pi := range paths {
 		trs[i] = &h2.Transport{AllowHTTP: true, DialContext: s.pathDial(pi, false)}
 		defer trs[i].CloseIdleConnections()
-		if err := getVerified(ctx, trs[i], s.base+objectPath(warmSize), -1, -1, nil); err != nil {
+		if err := getVerified(ctx, trs[i], "http://"+s.targets[i]+objectPath(warmSize), -1, -1, nil); err != nil {
 			return bench.Result{}, fmt.Errorf("warm-up on path %s: %w", pi.Name, err)
 		}
+	}
+	if err := timed(); err != nil {
+		return bench.Result{}, err
 	}
 	var (
 		mu    sync.Mutex
@@ -412,7 +505,7 @@ func (s *mph2Session) runMHTTP(ctx context.Context, size int64) (bench.Result, e
 					return
 				}
 				var n int64
-				err := getVerified(ctx, trs[i], url, a, a+s.p.chunk, func(obj, got int64) {
+				err := getVerified(ctx, trs[i], "http://"+s.targets[i]+objectPath(size), a, a+s.p.chunk, func(obj, got int64) {
 					mu.Lock()
 					if total < 0 {
 						total = obj
@@ -501,7 +594,7 @@ func getVerified(ctx context.Context, rt http.RoundTripper, url string, a, b int
 // runMPTCP downloads over one HTTP/2 connection on a kernel MPTCP socket
 // whose first subflow leaves by the first path; the testbed's endpoint for
 // the second path's address adds the second subflow.
-func (s *mph2Session) runMPTCP(ctx context.Context, size int64) (bench.Result, error) {
+func (s *mph2Session) runMPTCP(ctx context.Context, size int64, timed func() error) (bench.Result, error) {
 	tr := &h2.Transport{AllowHTTP: true, DialContext: s.pathDial(s.env.Net.Paths()[0], true)}
 	defer tr.CloseIdleConnections()
 	if err := getVerified(ctx, tr, s.base+objectPath(warmSize), -1, -1, nil); err != nil {
@@ -511,6 +604,9 @@ func (s *mph2Session) runMPTCP(ctx context.Context, size int64) (bench.Result, e
 	// the path manager's reaction): give it time, so the timed download
 	// starts on both subflows as a persistent connection would.
 	time.Sleep(300 * time.Millisecond)
+	if err := timed(); err != nil {
+		return bench.Result{}, err
+	}
 	start := time.Now()
 	var got int64
 	err := getVerified(ctx, tr, s.base+objectPath(size), -1, -1, func(_, n int64) { got = n })
@@ -522,4 +618,117 @@ func (s *mph2Session) runMPTCP(ctx context.Context, size int64) (bench.Result, e
 		return bench.Result{}, fmt.Errorf("mptcp: %d bytes, want %d", got, size)
 	}
 	return bench.Result{Metrics: map[string]float64{"time": elapsed.Seconds()}, Counts: map[string]float64{"bytes": float64(got)}}, nil
+}
+
+// linkSetter is the part of a bench.Network that replaces a link mid-run
+// (bench/emulated's networks have it).
+type linkSetter interface {
+	SetLink(path, dir string, l bench.LinkSpec) error
+}
+
+// restartLinks re-applies every link direction of the condition that has a
+// trace, so its schedule starts now (restart_links=on), with mahimahi traces
+// rotated to start rep x trace_shift in. It returns the offsets used.
+func (s *mph2Session) restartLinks(rep int) (map[string]string, error) {
+	if !s.p.restart {
+		return nil, nil
+	}
+	ls, ok := s.env.Net.(linkSetter)
+	if !ok {
+		return nil, fmt.Errorf("restart_links: the network of condition %s cannot replace links", s.env.Condition.Name)
+	}
+	info := map[string]string{}
+	for _, p := range s.env.Condition.Paths {
+		for dir, l := range map[string]bench.LinkSpec{"up": p.Up, "down": p.Down} {
+			if l.Trace == "" {
+				continue
+			}
+			if isMahimahi(l.Trace) && s.p.shift > 0 {
+				file, err := emulated.TraceFile(l.Trace)
+				if err != nil {
+					return nil, err
+				}
+				shifted, off, err := shiftTraceFile(file, time.Duration(rep)*s.p.shift, s.env.Dir)
+				if err != nil {
+					return nil, err
+				}
+				l.Trace = "trace:" + shifted
+				info["trace_offset_"+p.Name+"_"+dir] = off.String()
+			}
+			if err := ls.SetLink(p.Name, dir, l); err != nil {
+				return nil, fmt.Errorf("restart_links: path %s %s: %w", p.Name, dir, err)
+			}
+		}
+	}
+	return info, nil
+}
+
+// isMahimahi: the trace text (netem.LoadTrace syntax) names a mahimahi
+// trace, not a step trace.
+func isMahimahi(trace string) bool {
+	return strings.HasPrefix(trace, "trace:") || !strings.HasPrefix(trace, "step:") && filepath.Ext(trace) != ".step"
+}
+
+// shiftTraceFile writes the mahimahi trace file rotated by off (see
+// rotateTrace) into dir and returns its name and the offset used.
+func shiftTraceFile(file string, off time.Duration, dir string) (string, time.Duration, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", 0, fmt.Errorf("trace_shift: %w", err)
+	}
+	var times []int64
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		t, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			return "", 0, fmt.Errorf("trace %s line %d: %q is not a time in ms", file, i+1, line)
+		}
+		times = append(times, t)
+	}
+	rot, offMs := rotateTrace(times, off.Milliseconds())
+	var b strings.Builder
+	for _, t := range rot {
+		b.WriteString(strconv.FormatInt(t, 10))
+		b.WriteByte('\n')
+	}
+	out := filepath.Join(dir, fmt.Sprintf("%s@%dms", filepath.Base(file), offMs))
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		return "", 0, err
+	}
+	return out, time.Duration(offMs) * time.Millisecond, nil
+}
+
+// rotateTrace returns the mahimahi delivery opportunities times (sorted, in
+// ms, the last being the period P) as seen from off ms into the trace
+// (modulo P), and the offset actually used: off snapped down to the time of
+// an opportunity, which keeps the period exactly P (that opportunity moves
+// to the end, at P). Opportunities in the same period are the same ones,
+// only their order in time turns.
+func rotateTrace(times []int64, off int64) ([]int64, int64) {
+	if len(times) == 0 {
+		return nil, 0
+	}
+	period := times[len(times)-1]
+	if period <= 0 {
+		return slices.Clone(times), 0
+	}
+	if off %= period; off == 0 {
+		return slices.Clone(times), 0
+	}
+	k, _ := slices.BinarySearch(times, off+1) // first opportunity after off
+	if k == 0 {
+		return slices.Clone(times), 0
+	}
+	snapped := times[k-1]
+	out := make([]int64, 0, len(times))
+	for _, t := range times[k:] {
+		out = append(out, t-snapped)
+	}
+	for _, t := range times[:k] {
+		out = append(out, t+period-snapped)
+	}
+	return out, snapped
 }

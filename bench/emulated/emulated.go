@@ -60,7 +60,10 @@ func LinkConfig(l bench.LinkSpec, field string) (netem.LinkConfig, error) {
 		wrap("rate", l.Rate, err)
 	}
 	if l.Trace != "" {
-		c.Trace, err = netem.LoadTrace(l.Trace)
+		var t string
+		if t, err = resolveTrace(l.Trace); err == nil {
+			c.Trace, err = netem.LoadTrace(t)
+		}
 		wrap("trace", l.Trace, err)
 	}
 	if l.Loss != "" {
