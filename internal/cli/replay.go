@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/shunt-net/shunt/page"
@@ -22,7 +24,7 @@ import (
 
 var replayCmd = &Command{
 	Name:  "replay",
-	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--compute] [--tls=false] [--url URL [--insecure]] [--json FILE] [link options]",
+	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--compute] [--tls=false] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
 	Short: "load a page's dependency graph once over HTTP/1.1, HTTP/2 or HTTP/3 and draw its waterfall",
 }
 
@@ -80,6 +82,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	width := fs.Int("width", 80, "waterfall width in columns")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on the load after this long")
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated links' loss")
+	browserMode := fs.Bool("browser", false, "load the page's generated site (replay/browser) in headless Chromium instead of walking its graph; --proto h1 disables HTTP/2")
 	lf := addLinkFlags(fs)
 	// Go's flag package stops at the first argument, so PAGE may come first.
 	var pageArg string
@@ -111,6 +114,17 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.TLS = true
 	}
 	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p)}
+	handler, bs, err := replayHandler(p, *browserMode, *compute)
+	if err != nil {
+		return err
+	}
+	if *browserMode {
+		// Chromium speaks HTTP/2 over TLS only; h1 is TLS with HTTP/2 disabled.
+		cfg.TLS, rc.TLS = true, true
+	}
+	// command runs Chromium (in the client namespace when the link is emulated).
+	var command func(context.Context, string, ...string) *exec.Cmd
+	var cert *x509.Certificate // the server's, for Chromium to trust
 	up, down, err := lf.configs()
 	if err != nil {
 		return err
@@ -139,26 +153,32 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer n.Close()
 		srvNS, path := n.Servers[0], n.Paths[0]
 		so := testbed.SockOpts{CC: replayCC}
-		srv, err := startReplayServer(p, cfg.TLS, net.JoinHostPort(path.ServerAddr.String(), fmt.Sprint(replayPort)),
+		srv, err := startReplayServer(handler, cfg.TLS, net.JoinHostPort(path.ServerAddr.String(), fmt.Sprint(replayPort)),
 			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket)
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
 		trustServer(&cfg, srv)
+		cert = serverLeaf(srv)
 		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return n.Client.DialContext(ctx, network, addr, so)
 		}
 		cfg.ListenUDP = func() (net.PacketConn, error) { return n.Client.ListenPacket("udp", ":0") }
+		command = n.Client.Command
 		rc.Server, rc.Up, rc.Down, rc.Seed, rc.TCPCC = "emulated", up.String(), down.String(), *seed, replayCC
 	default:
-		srv, err := startReplayServer(p, cfg.TLS, "127.0.0.1:0", nil, nil)
+		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil)
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
 		trustServer(&cfg, srv)
+		cert = serverLeaf(srv)
 		rc.Server = "loopback"
+	}
+	if bs != nil {
+		return runChromium(ctx, bs, cfg, command, cert, rc, *jsonFile, stdout, stderr)
 	}
 
 	f, err := fetch.New(cfg)
@@ -191,12 +211,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// startReplayServer serves p (TCP, and HTTP/3 on UDP when it has TLS).
-func startReplayServer(p *page.Page, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error)) (*site.Running, error) {
-	h, err := site.NewHandler(p)
-	if err != nil {
-		return nil, err
-	}
+// startReplayServer serves h (TCP, and HTTP/3 on UDP when it has TLS).
+func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error)) (*site.Running, error) {
 	return site.Serve(site.ServeConfig{Handler: h, Addr: addr, TLS: useTLS, H3: useTLS, CC: replayCC,
 		Listen: listen, ListenPacket: listenPacket})
 }

@@ -28,6 +28,9 @@ type pageFlags struct {
 	files []string
 	dir   *string
 	h3    *bool
+	// site serves each page as the real site replay/browser generates, for
+	// a browser; siteCompute makes its computations busy loops.
+	site, siteCompute *bool
 }
 
 func addPageFlags(fs *flag.FlagSet) *pageFlags {
@@ -37,6 +40,8 @@ func addPageFlags(fs *flag.FlagSet) *pageFlags {
 		return nil
 	})
 	pf.dir = fs.String("pages", "", "serve every page graph (*.json) and HAR file (*.har) in `DIR`")
+	pf.site = fs.Bool("site", false, "serve each page as a real site for a browser (replay/browser): HTML, scripts, style sheets and images at the graph's paths and sizes, root at "+site.Prefix+"NAME/ROOTPATH")
+	pf.siteCompute = fs.Bool("site-compute", false, "with --site: the graph's computations as busy loops in the HTML and scripts")
 	pf.h3 = fs.Bool("h3", false, "also serve HTTP/3 on the UDP port of the same number, advertised by Alt-Svc (needs --tls)")
 	return pf
 }
@@ -78,7 +83,15 @@ func (pf *pageFlags) handler(h http.Handler, stderr io.Writer) (http.Handler, er
 	if err != nil || len(pages) == 0 {
 		return h, err
 	}
-	ph, err := site.NewHandler(pages...)
+	if *pf.siteCompute && !*pf.site {
+		return nil, errors.New("--site-compute needs --site")
+	}
+	var ph http.Handler
+	if *pf.site {
+		ph, err = siteHandler(pages, *pf.siteCompute, stderr)
+	} else {
+		ph, err = site.NewHandler(pages...)
+	}
 	if err != nil {
 		return nil, err
 	}

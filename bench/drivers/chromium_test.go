@@ -1,0 +1,68 @@
+package drivers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/replay/browser"
+)
+
+func TestChromiumParamErrors(t *testing.T) {
+	d, err := bench.Drivers.Lookup("chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	google := bench.Object{Name: "google"}
+	for _, tc := range []struct {
+		params map[string]string
+		obj    bench.Object
+		want   string
+	}{
+		{map[string]string{}, google, "params.proto"},
+		{map[string]string{"proto": "spdy"}, google, `params.proto "spdy"`},
+		{map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
+		{map[string]string{"proto": "h2", "conns": "6"}, google, "params.conns"},
+		{map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
+	} {
+		err := d.Check(bench.Protocol{Name: "p", Driver: "chromium", Params: tc.params}, tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %+v: error %v, want %q", tc.params, tc.obj, err, tc.want)
+		}
+	}
+}
+
+// TestChromiumDriverOverTestbed loads Google's generated site in Chromium in
+// the client namespace, over h2 and HTTP/1.1.
+func TestChromiumDriverOverTestbed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	if err := browser.Available(""); err != nil {
+		t.Skipf("needs Chromium: %v", err)
+	}
+	recs := sweep(t, `
+name: chromium-test
+reps: 1
+seed: 1
+protocols:
+  - {name: chromium-h2, driver: chromium, params: {proto: h2}}
+  - {name: chromium-h1, driver: chromium, params: {proto: h1}}
+objects:
+  - {name: google}
+`+link)
+	want := map[string]string{"chromium-h2": "h2", "chromium-h1": "http/1.1"}
+	for _, rec := range recs {
+		if rec.Info["http"] != want[rec.Protocol.Name] {
+			t.Errorf("%s: protocol %q, want %q", rec.Protocol.Name, rec.Info["http"], want[rec.Protocol.Name])
+		}
+		// The root and every object it leads to, over a 10 ms RTT link:
+		// at least the two round trips of TCP and TLS.
+		if rec.Counts["resources"] != rec.Counts["objects"]-1 || rec.Metrics["plt"] < 0.02 || rec.Metrics["connected"] > rec.Metrics["plt"] {
+			t.Errorf("%s: counts %v, metrics %v", rec.Protocol.Name, rec.Counts, rec.Metrics)
+		}
+	}
+	if len(recs) != 2 {
+		t.Errorf("%d runs, want 2", len(recs))
+	}
+}

@@ -1,0 +1,193 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+func loadShared(t *testing.T, name string) *page.Page {
+	t.Helper()
+	f, err := shared.Path("pages", name)
+	if err != nil {
+		t.Skipf("shared pages: %v", err)
+	}
+	p, err := page.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var refRE = regexp.MustCompile(`(?:src=|href=|url\(|ins\("\w+",)"([^"]+)"`)
+
+// TestBuildReferencesEveryObject checks the generated site of every shared
+// page: each distinct path is served once, at the graph's size unless its
+// markup does not fit, and every object but the root is referenced by
+// exactly one other object, by the parent Build chose.
+func TestBuildReferencesEveryObject(t *testing.T) {
+	for _, name := range []string{"test1.json", "test2.json", "test3.json", "test4.json", "www.google.com.hk_.json", "www.mediafire.com_.json", "www.amazon.co.jp_.json"} {
+		t.Run(name, func(t *testing.T) {
+			p := loadShared(t, name)
+			s, err := Build(p, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := len(s.Objects), len(p.Resources()); got != want {
+				t.Fatalf("%d objects, want one per distinct path: %d", got, want)
+			}
+			refs := map[string]int{}
+			for _, o := range s.Objects {
+				if int64(len(o.Body)) < o.Size {
+					t.Errorf("%s: %d bytes, want at least %d", o.URL, len(o.Body), o.Size)
+				}
+				if int64(len(o.Body)) > o.Size && o.MIME == roleMIME[roleImage] {
+					t.Errorf("%s: image of %d bytes, want %d", o.URL, len(o.Body), o.Size)
+				}
+				if o.MIME == roleMIME[roleImage] {
+					continue
+				}
+				for _, m := range refRE.FindAllStringSubmatch(string(o.Body), -1) {
+					refs[strings.NewReplacer("&amp;", "&", `\5c `, `\`, `\22 `, `"`).Replace(m[1])]++
+				}
+			}
+			for _, o := range s.Objects {
+				want := 1
+				if o.URL == s.Root {
+					want = 0
+				}
+				if refs[o.URL] != want {
+					t.Errorf("%s referenced %d times, want %d", o.URL, refs[o.URL], want)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildBusyLoops(t *testing.T) {
+	p := loadShared(t, "test1.json")
+	for _, compute := range []bool{false, true} {
+		s, err := Build(p, compute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var loops []string
+		for _, o := range s.Objects {
+			loops = append(loops, regexp.MustCompile(`performance\.now\(\)\+([0-9.]+)`).FindAllString(string(o.Body), -1)...)
+		}
+		// test1: the root's evalhtml of 500 ms, r2's evaljs of 1000 ms.
+		want := 0
+		if compute {
+			want = 2
+		}
+		if len(loops) != want {
+			t.Errorf("compute=%v: busy loops %q, want %d", compute, loops, want)
+		}
+		if compute && !strings.Contains(strings.Join(loops, " "), "+500.000") {
+			t.Errorf("busy loops %q: none of 500 ms", loops)
+		}
+		// r2's download depends on the start of the root's computation
+		// (time >= 0), so its tag comes before that computation's loop.
+		root := string(s.Objects[0].Body)
+		r2 := strings.Index(root, site.URLPath(p.Name, p.Objects[1].Path))
+		if loop := strings.Index(root, "+500.000"); r2 < 0 || (compute && loop < r2) {
+			t.Errorf("compute=%v: r2 referenced at %d, the 500 ms loop at %d:\n%.300s", compute, r2, loop, root)
+		}
+	}
+}
+
+func TestHandlerServesEscapedTargets(t *testing.T) {
+	p := loadShared(t, "test3.json")
+	s, err := Build(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range s.Objects {
+		for _, target := range []string{o.URL, strings.ReplaceAll(o.URL, "_", "%5F")} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "http://x"+target, nil)
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), o.Body) || rec.Header().Get("Content-Type") != o.MIME {
+				t.Errorf("%s: status %d, %d bytes, type %q", target, rec.Code, rec.Body.Len(), rec.Header().Get("Content-Type"))
+			}
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://x/page/nope", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("unknown path: status %d", rec.Code)
+	}
+}
+
+// TestChromiumLoadsPage loads a small page in headless Chromium from a
+// local TLS server, over h2, HTTP/1.1 and HTTP/3, and checks the load saw every
+// object with the protocol asked for and took at least the page's busy loops.
+func TestChromiumLoadsPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	if err := Available(""); err != nil {
+		t.Skipf("needs Chromium at %s: %v", DefaultBinary, err)
+	}
+	p := loadShared(t, "test1.json")
+	s, err := Build(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := site.Serve(site.ServeConfig{Handler: h, Addr: "127.0.0.1:0", TLS: true, H3: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, tc := range []struct{ proto, want string }{{"h2", "h2"}, {"h1", "http/1.1"}, {"h3", "h3"}} {
+		t.Run(tc.proto, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var log bytes.Buffer
+			cfg := Config{Proto: tc.proto, H3Origin: srv.Addr, Cert: srv.Cert.Certificates[0].Leaf, Stderr: &log}
+			l, err := LoadPage(ctx, cfg, fmt.Sprintf("https://%s%s", srv.Addr, s.Root))
+			if err != nil {
+				t.Fatalf("%v\nchromium log:\n%s", err, tail(&log))
+			}
+			t.Logf("%+v", l)
+			if l.Protocol != tc.want {
+				t.Errorf("protocol %q, want %q", l.Protocol, tc.want)
+			}
+			if l.Resources != len(s.Objects)-1 {
+				t.Errorf("%d resources, want %d", l.Resources, len(s.Objects)-1)
+			}
+			// The load event waits for r2's script, which runs after the
+			// root's 500 ms loop and busy-loops 1000 ms itself.
+			if l.PLT < 1500*time.Millisecond || l.PLT > 30*time.Second || l.LastResponse > l.PLT {
+				t.Errorf("PLT %v, last response %v: want 1.5 s <= PLT < 30 s, last response before it", l.PLT, l.LastResponse)
+			}
+		})
+	}
+}
+
+func tail(b *bytes.Buffer) string {
+	s, _ := io.ReadAll(b)
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return string(s)
+}

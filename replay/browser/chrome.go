@@ -1,0 +1,364 @@
+package browser
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultBinary is where Debian installs Chromium.
+const DefaultBinary = "/usr/bin/chromium"
+
+// Config says how to start Chromium for one load.
+type Config struct {
+	Binary string // default DefaultBinary
+	// Proto is the HTTP version Chromium may use: "h1" (HTTP/2 disabled, so
+	// HTTP/1.1 with up to 6 connections per host), "h2" (ALPN decides), "h3"
+	// (QUIC forced for H3Origin).
+	Proto    string
+	H3Origin string // HOST:PORT, for h3
+	// Cert is the server's certificate, trusted by its public key: QUIC
+	// does not honour --ignore-certificate-errors alone.
+	Cert *x509.Certificate
+	// Command makes the process (in a namespace, say); nil is exec.CommandContext.
+	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
+	// Stderr gets Chromium's own log; nil discards it.
+	Stderr io.Writer
+}
+
+// Load is what one page load measured, in the page's own clock
+// (performance.now(), zero at navigation start).
+type Load struct {
+	// PLT is loadEventEnd: navigation start to the end of the load event.
+	PLT time.Duration `json:"plt_ns"`
+	// LastResponse is the latest responseEnd of the document and every
+	// resource, the browser's side of the replay's "last download".
+	LastResponse     time.Duration `json:"last_response_ns"`
+	DOMContentLoaded time.Duration `json:"dcl_ns"`
+	// Connected is when the document's connection was ready (TCP and TLS),
+	// FirstByte when its response began: what the load spends before the
+	// root HTML arrives, to set beside the replay's root object.
+	Connected time.Duration `json:"connected_ns"`
+	FirstByte time.Duration `json:"first_byte_ns"`
+	Resources int           `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
+	Protocol  string        `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
+}
+
+// timingScript waits (bounded) for loadEventEnd and reports the timings.
+const timingScript = `new Promise((ok, fail) => {
+  const until = performance.now() + 10000;
+  const poll = () => {
+    const n = performance.getEntriesByType("navigation")[0];
+    if (n && n.loadEventEnd > 0) {
+      // Resources of (same-origin) iframes are in their own timelines; a
+      // URL fetched twice counts once.
+      let last = n.responseEnd;
+      const urls = new Set();
+      const walk = (w, depth) => {
+        const shift = w.performance.timeOrigin - performance.timeOrigin;
+        for (const r of w.performance.getEntriesByType("resource")) {
+          urls.add(r.name);
+          last = Math.max(last, shift + r.responseEnd);
+        }
+        if (depth < 8) for (let i = 0; i < w.frames.length; i++) walk(w.frames[i], depth + 1);
+      };
+      walk(window, 0);
+      ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, conn: n.connectEnd, ttfb: n.responseStart, resources: urls.size, protocol: n.nextHopProtocol}));
+    } else if (performance.now() > until) {
+      fail(new Error("no loadEventEnd"));
+    } else {
+      setTimeout(poll, 5);
+    }
+  };
+  poll();
+})`
+
+// Args are Chromium's command line for cfg with profile dir: headless, no
+// background traffic, any certificate accepted, DevTools on fds 3 and 4.
+func (cfg Config) Args(profile string) ([]string, error) {
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
+		"--user-data-dir=" + profile, "--remote-debugging-pipe", "--ignore-certificate-errors"}
+	switch cfg.Proto {
+	case "h1":
+		args = append(args, "--disable-http2", "--disable-quic")
+	case "h2":
+		args = append(args, "--disable-quic")
+	case "h3":
+		if cfg.H3Origin == "" {
+			return nil, errors.New("chromium h3: no origin to force QUIC on")
+		}
+		args = append(args, "--enable-quic", "--origin-to-force-quic-on="+cfg.H3Origin)
+	default:
+		return nil, fmt.Errorf("chromium: proto %q: want h1, h2 or h3", cfg.Proto)
+	}
+	if cfg.Cert != nil {
+		spki := sha256.Sum256(cfg.Cert.RawSubjectPublicKeyInfo)
+		args = append(args, "--ignore-certificate-errors-spki-list="+base64.StdEncoding.EncodeToString(spki[:]))
+	}
+	return append(args, "about:blank"), nil
+}
+
+// LoadPage starts a fresh Chromium (new profile), loads url, reads the
+// timings, and kills Chromium and removes the profile, all within ctx.
+func LoadPage(ctx context.Context, cfg Config, url string) (Load, error) {
+	if cfg.Binary == "" {
+		cfg.Binary = DefaultBinary
+	}
+	if cfg.Command == nil {
+		cfg.Command = exec.CommandContext
+	}
+	profile, err := os.MkdirTemp("", "shunt-chromium-")
+	if err != nil {
+		return Load{}, err
+	}
+	defer os.RemoveAll(profile)
+	args, err := cfg.Args(profile)
+	if err != nil {
+		return Load{}, err
+	}
+	// Chromium reads commands on fd 3 and writes on fd 4.
+	cmdR, cmdW, err := os.Pipe()
+	if err != nil {
+		return Load{}, err
+	}
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		cmdR.Close()
+		cmdW.Close()
+		return Load{}, err
+	}
+	cmd := cfg.Command(ctx, cfg.Binary, args...)
+	cmd.ExtraFiles = []*os.File{cmdR, evW}
+	cmd.Stderr = cfg.Stderr
+	// Its own process group, so its zygote and renderers die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err = cmd.Start()
+	cmdR.Close()
+	evW.Close()
+	if err != nil {
+		cmdW.Close()
+		evR.Close()
+		return Load{}, fmt.Errorf("start %s: %w", cfg.Binary, err)
+	}
+	c := newCDP(cmdW, evR)
+	l, err := load(ctx, c, url)
+	c.close()
+	// Every process of the group, renderers included, then reap the leader.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	evR.Close()
+	return l, err
+}
+
+func load(ctx context.Context, c *cdp, url string) (Load, error) {
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		return Load{}, err
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
+		return Load{}, err
+	}
+	s := att.SessionID
+	if err := c.call(ctx, s, "Page.enable", nil, nil); err != nil {
+		return Load{}, err
+	}
+	loaded := c.subscribe(s, "Page.loadEventFired")
+	var nav struct {
+		ErrorText string `json:"errorText"`
+	}
+	if err := c.call(ctx, s, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
+		return Load{}, err
+	}
+	if nav.ErrorText != "" {
+		return Load{}, fmt.Errorf("navigate %s: %s", url, nav.ErrorText)
+	}
+	select {
+	case <-loaded:
+	case <-c.dead:
+		return Load{}, fmt.Errorf("waiting for the load event of %s: %w", url, c.err)
+	case <-ctx.Done():
+		return Load{}, fmt.Errorf("waiting for the load event of %s: %w", url, ctx.Err())
+	}
+	var ev struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+		Exception *struct {
+			Text string `json:"text"`
+		} `json:"exceptionDetails"`
+	}
+	if err := c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": timingScript, "awaitPromise": true, "returnByValue": true}, &ev); err != nil {
+		return Load{}, err
+	}
+	if ev.Exception != nil {
+		return Load{}, fmt.Errorf("reading timings of %s: %s", url, ev.Exception.Text)
+	}
+	var t struct {
+		PLT, Last, DCL, Conn, TTFB float64
+		Resources                  int
+		Protocol                   string
+	}
+	if err := json.Unmarshal([]byte(ev.Result.Value), &t); err != nil {
+		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, ev.Result.Value, err)
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	c.call(ctx, "", "Browser.close", nil, nil)
+	return Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Resources: t.Resources, Protocol: t.Protocol}, nil
+}
+
+// cdp is a DevTools protocol client over Chromium's pipe: JSON messages,
+// each ended by a NUL byte.
+type cdp struct {
+	w    io.WriteCloser
+	mu   sync.Mutex
+	next int
+	wait map[int]chan message
+	subs map[string]chan struct{} // by session + " " + method; fired once
+	dead chan struct{}            // closed when the reader stops; err says why
+	err  error
+}
+
+type message struct {
+	ID        int             `json:"id"`
+	Method    string          `json:"method"`
+	SessionID string          `json:"sessionId"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func newCDP(w io.WriteCloser, r io.Reader) *cdp {
+	c := &cdp{w: w, wait: map[int]chan message{}, subs: map[string]chan struct{}{}, dead: make(chan struct{})}
+	go c.read(r)
+	return c
+}
+
+// maxMessage bounds one DevTools message.
+const maxMessage = 64 << 20
+
+func (c *cdp) read(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var err error
+	for {
+		var b []byte
+		if b, err = br.ReadBytes(0); err != nil {
+			break
+		}
+		if len(b) > maxMessage {
+			err = fmt.Errorf("DevTools message of %d bytes", len(b))
+			break
+		}
+		var m message
+		if err = json.Unmarshal(bytes.TrimSuffix(b, []byte{0}), &m); err != nil {
+			err = fmt.Errorf("DevTools message: %w", err)
+			break
+		}
+		c.mu.Lock()
+		if m.ID != 0 {
+			if ch, ok := c.wait[m.ID]; ok {
+				ch <- m
+				delete(c.wait, m.ID)
+			}
+		} else if ch, ok := c.subs[m.SessionID+" "+m.Method]; ok {
+			close(ch)
+			delete(c.subs, m.SessionID+" "+m.Method)
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.err = fmt.Errorf("chromium's DevTools pipe: %w", err)
+	c.mu.Unlock()
+	close(c.dead)
+}
+
+// subscribe returns a channel closed at the next event method of session.
+func (c *cdp) subscribe(session, method string) <-chan struct{} {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.subs[session+" "+method] = ch
+	c.mu.Unlock()
+	return ch
+}
+
+// call sends a command and decodes its result into out (if not nil).
+func (c *cdp) call(ctx context.Context, session, method string, params any, out any) error {
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	ch := make(chan message, 1)
+	c.wait[id] = ch
+	c.mu.Unlock()
+	req := map[string]any{"id": id, "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	if session != "" {
+		req["sessionId"] = session
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := c.w.Write(append(b, 0)); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return fmt.Errorf("%s: DevTools error %d: %s", method, m.Error.Code, m.Error.Message)
+		}
+		if out != nil {
+			return json.Unmarshal(m.Result, out)
+		}
+		return nil
+	case <-c.dead:
+		return fmt.Errorf("%s: %w", method, c.err)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+func (c *cdp) close() { c.w.Close() }
+
+// ErrNoChromium is returned by Available when the binary cannot be run.
+var ErrNoChromium = errors.New("chromium not installed")
+
+// Available checks that binary exists and runs.
+func Available(binary string) error {
+	if binary == "" {
+		binary = DefaultBinary
+	}
+	if _, err := exec.LookPath(binary); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoChromium, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "--version").Output()
+	if err != nil || !strings.Contains(string(out), "Chrom") {
+		return fmt.Errorf("%w: %s --version: %v %q", ErrNoChromium, binary, err, out)
+	}
+	return nil
+}
