@@ -139,6 +139,18 @@ func TestVerifier(t *testing.T) {
 	}
 }
 
+// Bytes served from the kept prefix, and across its end, are the computed ones.
+func TestGenPrefix(t *testing.T) {
+	for _, off := range []int64{0, 1, 4095, genPrefixLen - 1000, genPrefixLen - 13, genPrefixLen - 8, genPrefixLen, genPrefixLen + 5} {
+		got, want := make([]byte, 3000), make([]byte, 3000)
+		GenAt(got, off)
+		genAt(want, off)
+		if !bytes.Equal(got, want) {
+			t.Errorf("GenAt(3000 bytes at %d) differs from the computed keystream", off)
+		}
+	}
+}
+
 func BenchmarkGenAt(b *testing.B) {
 	p := make([]byte, 64<<10)
 	b.SetBytes(int64(len(p)))

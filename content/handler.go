@@ -38,7 +38,10 @@ func GenSize(urlPath string) (size int64, ok bool, err error) {
 // directory, the regular files under it. Directories are served as their
 // index.html; there are no directory listings.
 type Handler struct {
-	root *os.Root // nil: generated objects only
+	root  *os.Root // nil: generated objects only
+	dir   *os.File // root's directory, kept open for dirfd
+	dirfd int      // for fileCache.quick
+	cache fileCache
 }
 
 // NewHandler returns a Handler serving the files under dir; an empty dir
@@ -51,7 +54,12 @@ func NewHandler(dir string) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("content root: %w", err)
 	}
-	return &Handler{root: root}, nil
+	d, err := os.Open(dir)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("content root: %w", err)
+	}
+	return &Handler{root: root, dir: d, dirfd: int(d.Fd())}, nil
 }
 
 // Close releases the root directory.
@@ -59,6 +67,7 @@ func (h *Handler) Close() error {
 	if h.root == nil {
 		return nil
 	}
+	h.dir.Close()
 	return h.root.Close()
 }
 
@@ -96,12 +105,33 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 	if name == "" {
 		name = "."
 	}
-	f, fi, err := h.open(name)
-	if err == nil && fi.IsDir() {
-		f.Close()
-		name = path.Join(name, "index.html")
-		f, fi, err = h.open(name)
+	if e := h.cache.quick(h.dirfd, name); e != nil {
+		e.serve(w, r, name)
+		return
 	}
+	fi, err := h.root.Stat(name)
+	if err == nil && fi.IsDir() {
+		name = path.Join(name, "index.html")
+		fi, err = h.root.Stat(name)
+	}
+	if err != nil {
+		fileError(w, err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	if e := h.cached(name, fi); e != nil {
+		e.serve(w, r, name)
+		return
+	}
+	h.serveFromDisk(w, r, name)
+}
+
+// serveFromDisk serves the file name as read now, without the cache.
+func (h *Handler) serveFromDisk(w http.ResponseWriter, r *http.Request, name string) {
+	f, fi, err := h.open(name)
 	if err != nil {
 		fileError(w, err)
 		return
@@ -111,8 +141,7 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 		http.NotFound(w, r)
 		return
 	}
-	// Like nginx: a strong validator from modification time and size.
-	w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().UnixNano(), fi.Size()))
+	w.Header().Set("ETag", fileETag(fi.ModTime(), fi.Size()))
 	http.ServeContent(w, r, name, fi.ModTime(), f)
 }
 
@@ -142,11 +171,14 @@ func fileError(w http.ResponseWriter, err error) {
 	}
 }
 
+// hasDotDot reports whether p has a ".." segment; / and \ both separate.
 func hasDotDot(p string) bool {
-	for _, seg := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if seg == ".." {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] == '.' && p[i+1] == '.' && (i == 0 || isSep(p[i-1])) && (i+2 == len(p) || isSep(p[i+2])) {
 			return true
 		}
 	}
 	return false
 }
+
+func isSep(b byte) bool { return b == '/' || b == '\\' }

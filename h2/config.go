@@ -20,6 +20,10 @@ type Config struct {
 	// runs on the connection's read goroutine; the frame is valid only during
 	// the call. Nil means ignore them, as RFC 9113 section 4.1 requires.
 	OnExtensionFrame func(c *Conn, f *http2.UnknownFrame)
+	// OnSettings, if set, runs once after the peer's first SETTINGS frame
+	// was applied (extensions negotiated by setting start here). It runs on
+	// the read goroutine without the connection lock.
+	OnSettings func(c *Conn)
 	// Trace, if set, sees every frame read or written (shunt get -v). Written
 	// HEADERS are shown as their raw frames.
 	Trace func(dir Direction, f http2.Frame)

@@ -44,11 +44,12 @@ type Conn struct {
 	hb   headerBlock
 
 	// Owned by the write goroutine.
-	bw    *bufio.Writer
-	wfr   *http2.Framer
-	henc  *hpack.Encoder
-	hbuf  bytes.Buffer
-	arena []byte
+	bw      *bufio.Writer
+	wfr     *http2.Framer
+	henc    *hpack.Encoder
+	hbuf    bytes.Buffer
+	arena   []byte
+	dataHdr [frameHeaderLen]byte // not on the stack: bufio may pass it to the conn
 
 	mu          sync.Mutex
 	wcond       sync.Cond // the writer waits here for work
@@ -87,7 +88,8 @@ type Conn struct {
 	nrtt    int
 
 	resets    resetLimiter
-	handlers  int // server handlers still running
+	handlers  int    // server handlers still running
+	raddr     string // nc.RemoteAddr().String(), made once
 	idleTimer *time.Timer
 	writerEnd chan struct{}
 }
@@ -115,7 +117,7 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 		ctx:        ctx,
 		cancel:     cancel,
 		br:         bufio.NewReaderSize(nc, 16<<10),
-		bw:         bufio.NewWriterSize(nc, 32<<10),
+		bw:         bufio.NewWriterSize(nc, 64<<10),
 		streams:    make(map[uint32]*stream),
 		sendWin:    flow.NewSend(initialWindowRFC),
 		recvWin:    flow.NewRecv(initialWindowRFC),

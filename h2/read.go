@@ -230,6 +230,9 @@ func (c *Conn) onSettings(f *http2.SettingsFrame) error {
 	}); err != nil {
 		return err
 	}
+	if !c.peer.gotFirst && c.cfg.OnSettings != nil {
+		c.deferred = append(c.deferred, func() { c.cfg.OnSettings(c) })
+	}
 	c.peer.gotFirst = true
 	c.queueControlLocked(wframe{kind: wSettingsAck})
 	c.slotWait.Broadcast()

@@ -33,9 +33,18 @@ type responseWriter struct {
 }
 
 var (
-	_ http.Flusher = (*responseWriter)(nil)
-	_ http.Pusher  = (*responseWriter)(nil)
+	_ http.Flusher  = (*responseWriter)(nil)
+	_ http.Pusher   = (*responseWriter)(nil)
+	_ io.ReaderFrom = (*responseWriter)(nil)
+	_ SharedWriter  = (*responseWriter)(nil)
 )
+
+// SharedWriter is implemented by the server's http.ResponseWriter.
+// WriteShared is Write for bytes the caller never modifies afterwards, such
+// as a cache's: they are sent from p itself instead of from a copy.
+type SharedWriter interface {
+	WriteShared(p []byte) (int, error)
+}
 
 func (w *responseWriter) Header() http.Header {
 	if w.header == nil {
@@ -84,29 +93,91 @@ func bodyAllowed(status int) bool {
 	return !(status >= 100 && status < 200 || status == http.StatusNoContent || status == http.StatusNotModified)
 }
 
-func (w *responseWriter) Write(p []byte) (int, error) {
+func (w *responseWriter) Write(p []byte) (int, error) { return w.write(p, false) }
+
+func (w *responseWriter) WriteShared(p []byte) (int, error) { return w.write(p, true) }
+
+func (w *responseWriter) write(p []byte, shared bool) (int, error) {
+	if send, err := w.beginWrite(len(p)); err != nil {
+		return 0, err
+	} else if !send {
+		return len(p), nil
+	}
+	var err error
+	if shared {
+		err = w.c.queueShared(w.st, p)
+	} else {
+		err = w.c.writeBody(w.st, p, false)
+	}
+	if err != nil {
+		return 0, w.writeErr(err)
+	}
+	return len(p), nil
+}
+
+// queueShared queues p by reference on the stream's send side. Unlike
+// writeBody it does not wait for queue space: shared bytes cost no memory.
+func (c *Conn) queueShared(st *stream, p []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.send.err != nil {
+		return st.send.err
+	}
+	st.send.q.WriteShared(p)
+	if st.send.q.Len()-st.send.ready >= flushThreshold {
+		c.releaseLocked(st)
+	}
+	return nil
+}
+
+// beginWrite accounts for n body bytes about to be written and sends the
+// headers when enough is buffered. It reports whether the bytes go on the
+// wire; when not, err says why (nil for HEAD, which discards the body).
+func (w *responseWriter) beginWrite(n int) (send bool, err error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !bodyAllowed(w.status) {
-		return 0, http.ErrBodyNotAllowed
+		return false, http.ErrBodyNotAllowed
 	}
-	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
-		return 0, http.ErrContentLength
+	if w.contentLength >= 0 && w.written+int64(n) > w.contentLength {
+		return false, http.ErrContentLength
 	}
-	w.written += int64(len(p))
+	w.written += int64(n)
 	if w.isHead {
-		return len(p), nil
+		return false, nil
 	}
 	if !w.sentHeader && w.written > startSendThreshold {
 		if err := w.sendHeaders(false); err != nil {
-			return 0, err
+			return false, err
 		}
 	}
-	if err := w.c.writeBody(w.st, p, false); err != nil {
-		return 0, w.writeErr(err)
+	return true, nil
+}
+
+// ReadFrom is io.Copy's path (http.ServeContent's too): it reads r through
+// a pooled chunk instead of the 32 KB buffer io.Copy would allocate for
+// every response.
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := chunkPool.Get().(*[chunkSize]byte)
+	defer chunkPool.Put(buf)
+	var total int64
+	for {
+		n, rerr := io.ReadFull(r, buf[:])
+		if n > 0 {
+			if _, err := w.write(buf[:n], false); err != nil {
+				return total, err
+			}
+			total += int64(n)
+		}
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			return total, nil
+		default:
+			return total, rerr
+		}
 	}
-	return len(p), nil
 }
 
 func (w *responseWriter) WriteString(s string) (int, error) {
@@ -151,9 +222,7 @@ func (w *responseWriter) sendHeaders(end bool) error {
 	h := w.header
 	fields := make([]hpack.HeaderField, 0, 2+len(h))
 	fields = append(fields, hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
-	fields = appendHeaderFields(fields, h, func(name string) bool {
-		return strings.HasPrefix(name, strings.ToLower(http.TrailerPrefix))
-	})
+	fields = appendHeaderFields(fields, h, isTrailerPrefixed)
 	c, st := w.c, w.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,12 +247,26 @@ func (w *responseWriter) sendHeaders(end bool) error {
 	return nil
 }
 
+// lowerTrailerPrefix is http.TrailerPrefix as appendHeaderFields passes names.
+var lowerTrailerPrefix = strings.ToLower(http.TrailerPrefix)
+
+func isTrailerPrefixed(name string) bool { return strings.HasPrefix(name, lowerTrailerPrefix) }
+
 // finish completes the response after the handler returned.
 func (w *responseWriter) finish() {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
 	trailers := w.trailers()
+	c := w.c
+	if !w.sentHeader && w.written < w.contentLength && !w.isHead && bodyAllowed(w.status) {
+		// Nothing of a promised body went out: HEADERS with END_STREAM and
+		// that content-length would be malformed (RFC 9113 8.1.1).
+		c.mu.Lock()
+		c.resetStreamLocked(w.st.id, http2.ErrCodeInternal)
+		c.mu.Unlock()
+		return
+	}
 	if !w.sentHeader {
 		if w.contentLength < 0 && bodyAllowed(w.status) && trailers == nil && (w.written > 0 || !w.isHead) {
 			w.Header().Set("Content-Length", strconv.FormatInt(w.written, 10))
@@ -195,7 +278,6 @@ func (w *responseWriter) finish() {
 			return
 		}
 	}
-	c := w.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w.contentLength >= 0 && w.written < w.contentLength && !w.isHead {
@@ -292,6 +374,6 @@ func (w *responseWriter) Push(target string, opts *http.PushOptions) error {
 		return err
 	}
 	c.handlers++
-	go c.runHandler(pst, req)
+	c.goHandler(pst, req)
 	return nil
 }

@@ -134,13 +134,12 @@ func (c *Conn) startUpgrade(up *Upgrade) error {
 	if body == nil {
 		body = http.NoBody
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, streamContextKey, st))
-	st.ctx, st.cancel = ctx, cancel
-	r := req.WithContext(context.WithValue(ctx, ConnContextKey, c))
+	ctx := c.newStreamContext(st)
+	r := req.WithContext(ctx)
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.Body = body
 	c.handlers++
-	go c.runHandler(st, r)
+	c.goHandler(st, r)
 	return nil
 }
 
@@ -236,7 +235,7 @@ func (c *Conn) onRequestHeaders() error {
 		c.remoteClosedLocked(st)
 	}
 	c.handlers++
-	go c.runHandler(st, req)
+	c.goHandler(st, req)
 	return nil
 }
 
@@ -276,7 +275,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 	case rh.path == "*" && rh.method == http.MethodOptions:
 		u = &url.URL{Path: "*"}
 	default:
-		if u, err = url.ParseRequestURI(rh.path); err != nil {
+		if u, err = parseRequestPath(rh.path); err != nil {
 			return nil, fmt.Errorf(":path %q: %v", rh.path, err)
 		}
 	}
@@ -296,8 +295,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		rb = &requestBody{c: c, st: st}
 		body = rb
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, streamContextKey, st))
-	st.ctx, st.cancel = ctx, cancel
+	ctx := c.newStreamContext(st)
 	req := &http.Request{
 		Method:        rh.method,
 		URL:           u,
@@ -307,7 +305,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		Body:          body,
 		ContentLength: rh.contentLength,
 		Host:          host,
-		RemoteAddr:    c.nc.RemoteAddr().String(),
+		RemoteAddr:    c.remoteAddr(),
 		RequestURI:    rh.path,
 	}
 	if !hasBody {
@@ -325,7 +323,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 			}
 		}
 	}
-	req = req.WithContext(context.WithValue(ctx, ConnContextKey, c))
+	req = req.WithContext(ctx)
 	if rb != nil {
 		rb.req = req
 	}

@@ -73,6 +73,7 @@ type sendSide struct {
 	headers  bool  // HEADERS have been queued
 	err      error // set when the stream can take no more data
 	waiting  bool
+	migrated bool // SMig: a SendTail drains q; the writer no longer sends it here
 }
 
 // sendable reports whether the writer has something to send for this side,
@@ -88,6 +89,7 @@ type recvSide struct {
 	closed   bool  // the application stopped reading: discard data
 	trailers []hpack.HeaderField
 	waiting  bool
+	next     *stream // SMig: once q drains, the body continues on this stream
 }
 
 func (c *Conn) newStream(id uint32, ours bool) *stream {
@@ -218,8 +220,17 @@ func (c *Conn) consumedLocked(st *stream, n int) {
 // closedByPeer reports whether the peer will send no more data.
 func (r *recvSide) closedByPeer() bool { return r.err != nil }
 
-// readBody reads received body bytes for the application.
+// readBody reads received body bytes for the application, following a
+// migrated stream onto its continuation (SMig) once this part is drained.
 func (c *Conn) readBody(st *stream, p []byte) (int, error) {
+	n, next, err := c.readOwnBody(st, p)
+	if next != nil {
+		return next.c.readBody(next, p)
+	}
+	return n, err
+}
+
+func (c *Conn) readOwnBody(st *stream, p []byte) (int, *stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for st.recv.q.Len() == 0 && st.recv.err == nil {
@@ -227,19 +238,25 @@ func (c *Conn) readBody(st *stream, p []byte) (int, error) {
 	}
 	if st.recv.q.Len() == 0 {
 		st.recv.q.Release()
-		return 0, st.recv.err
+		if st.recv.next != nil {
+			return 0, st.recv.next, nil
+		}
+		return 0, nil, st.recv.err
 	}
 	if len(p) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	n := st.recv.q.Read(p)
 	c.consumedLocked(st, n)
-	return n, nil
+	return n, nil, nil
 }
 
 // closeBody stops the application's reading: queued and future data is
 // dropped (and credited back), and an unfinished stream is reset.
 func (c *Conn) closeBody(st *stream, code http2.ErrCode) {
+	if next := c.recvNext(st); next != nil {
+		defer next.c.closeContinuation(next, code)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st.recv.closed {
@@ -291,6 +308,10 @@ func (c *Conn) releaseLocked(st *stream) {
 // scheduleLocked adds st to the DATA scheduler if it has something to send
 // and window to send it.
 func (c *Conn) scheduleLocked(st *stream) {
+	if st.send.migrated {
+		st.sendCond.Broadcast() // wake the SendTail instead
+		return
+	}
 	if st.state == stateClosed || !st.send.sendable() {
 		return
 	}

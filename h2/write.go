@@ -40,7 +40,8 @@ type wframe struct {
 	settings   []http2.Setting
 	ftype      http2.FrameType
 	flags      http2.Flags
-	after      func() // runs on the writer after the frame is written
+	after      func()           // runs on the writer after the frame is written
+	chunk      *[chunkSize]byte // a DATA frame's own send-queue chunk, pooled once written
 }
 
 // writeLoop owns the connection's output: it takes batches of frames under
@@ -93,6 +94,9 @@ func (c *Conn) writeLoop() {
 				c.close(err)
 				return
 			}
+			if f.chunk != nil {
+				chunkPool.Put(f.chunk)
+			}
 			if f.after != nil {
 				f.after()
 			}
@@ -136,7 +140,10 @@ func (c *Conn) collectLocked(batch []wframe) []wframe {
 		}
 		s := &st.send
 		if s.ready > 0 {
-			n := min(s.ready, maxFrame, budget)
+			// The budget may be overshot by one frame (the arena has room):
+			// cutting a response's last frame short would cost it a copy
+			// and an extra frame in the next batch.
+			n := min(s.ready, maxFrame)
 			n = int(min(int64(n), st.sendWin.Avail(), c.sendWin.Avail()))
 			if n <= 0 {
 				if st.sendWin.Avail() <= 0 {
@@ -146,17 +153,24 @@ func (c *Conn) collectLocked(batch []wframe) []wframe {
 				c.connBlocked = true
 				break
 			}
-			off := len(c.arena)
-			c.arena = c.arena[:off+n]
-			s.q.Read(c.arena[off:])
+			data, chunk, ok := s.q.take(n)
+			if !ok {
+				off := len(c.arena)
+				c.arena = c.arena[:off+n]
+				s.q.Read(c.arena[off:])
+				data = c.arena[off:]
+			}
 			s.ready -= n
 			s.sent += int64(n)
 			st.sendWin.Take(n)
 			c.sendWin.Take(n)
 			budget -= n
 			end := s.end && s.q.Len() == 0 && s.trailers == nil
-			batch = append(batch, wframe{kind: wData, id: id, end: end, data: c.arena[off : off+n]})
-			if s.waiting && s.q.Len() < maxPendingSend {
+			batch = append(batch, wframe{kind: wData, id: id, end: end, data: data, chunk: chunk})
+			// Wake a blocked body writer only once half the queue has
+			// drained, so that it refills in large writes rather than
+			// waking for every frame.
+			if s.waiting && s.q.Len() <= maxPendingSend/2 {
 				s.waiting = false
 				st.sendCond.Broadcast()
 			}
@@ -189,7 +203,10 @@ func (c *Conn) writeFrame(f *wframe, maxFrame int) error {
 	fr := c.wfr
 	switch f.kind {
 	case wData:
-		return fr.WriteData(f.id, f.end, f.data)
+		if c.cfg.Trace != nil {
+			return fr.WriteData(f.id, f.end, f.data)
+		}
+		return c.writeDataFrame(f.id, f.end, f.data)
 	case wHeaders, wPushPromise:
 		return c.writeHeaderBlock(f, maxFrame)
 	case wSettings:
@@ -211,6 +228,24 @@ func (c *Conn) writeFrame(f *wframe, maxFrame int) error {
 	}
 	return nil
 }
+
+// writeDataFrame writes a DATA frame into the buffered writer directly: the
+// Framer would first copy the payload into its own frame buffer.
+func (c *Conn) writeDataFrame(id uint32, end bool, data []byte) error {
+	var flags http2.Flags
+	if end {
+		flags = http2.FlagDataEndStream
+	}
+	n := len(data)
+	c.dataHdr = [frameHeaderLen]byte{byte(n >> 16), byte(n >> 8), byte(n), byte(http2.FrameData), byte(flags),
+		byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+	c.bw.Write(c.dataHdr[:])
+	_, err := c.bw.Write(data)
+	return err
+}
+
+// frameHeaderLen is the size of an HTTP/2 frame header (RFC 9113 4.1).
+const frameHeaderLen = 9
 
 // writeHeaderBlock HPACK-encodes fields and writes HEADERS or PUSH_PROMISE
 // plus as many CONTINUATION frames as the peer's frame size requires.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/smig"
 )
 
 var getCmd = &Command{
@@ -57,6 +59,7 @@ type getOptions struct {
 	h2c      bool
 	verbose  bool
 	insecure bool
+	smig     string           // --smig POLICY: an SMig client (smig.Transport)
 	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
 }
 
@@ -78,6 +81,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.BoolVar(&o.h2c, "h2c", false, "use h2c with prior knowledge for an http:// URL")
 	fs.BoolVar(&o.verbose, "v", false, "trace frames (HTTP/2) and response headers on stderr")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's certificate")
+	fs.StringVar(&o.smig, "smig", "", "HTTP/2 with SMig stream migration, client `POLICY` nomig or migcp[:BYTES]")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -366,6 +370,9 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.smig != "" {
+		return roundTripSMig(req, nc, o, stderr)
+	}
 	tr := &h2.Transport{AllowHTTP: o.h2c}
 	if o.url.Scheme == "https" {
 		tr.TLSClientConfig = tlsConfig(o, "h2")
@@ -389,6 +396,39 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 		return nil, nil, err
 	}
 	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return resp, nc, nil
+}
+
+// roundTripSMig runs the request on an SMig transport whose first
+// connection is nc (timed by the caller); pooled ones it dials itself.
+func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, stderr io.Writer) (*http.Response, net.Conn, error) {
+	p, err := smig.ParsePolicy(o.smig)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.ServerSide() {
+		return nil, nil, fmt.Errorf("--smig %s: a server policy (shunt serve --smig)", o.smig)
+	}
+	first := nc
+	var once sync.Once
+	tr := &smig.Transport{AllowHTTP: o.h2c, Policy: p, TLSClientConfig: tlsConfig(o, "h2"),
+		Logf: log.New(stderr, "", 0).Printf,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var c net.Conn
+			once.Do(func() { c = first })
+			if c != nil {
+				return c, nil
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}
+	if o.verbose {
+		tr.Config.Trace = frameTracer(stderr, time.Now())
+	}
+	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/server"
+	"github.com/shunt-net/shunt/smig"
 )
 
 // shutdownGrace is how long `shunt serve` lets requests finish after a signal.
@@ -20,7 +22,7 @@ const shutdownGrace = 5 * time.Second
 
 var serveCmd = &Command{
 	Name:  "serve",
-	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3]",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY]",
 	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
 }
 
@@ -44,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
 	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
+	smigFlag := fs.String("smig", "", "enable SMig stream migration with `POLICY`: nomig, migsw[:BYTES], migsp[:BYTES] (nomig still serves clients that migrate)")
 	pf := addPageFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,7 +73,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var h2srv *h2.Server
+	if *smigFlag != "" {
+		p, err := smig.ParsePolicy(*smigFlag)
+		if err != nil {
+			return err
+		}
+		if p.Kind == smig.MigCP {
+			return fmt.Errorf("--smig %s: migcp is a client policy (shunt get --smig)", *smigFlag)
+		}
+		sm := &smig.Server{Policy: p, Logf: log.New(stderr, "", log.LstdFlags).Printf}
+		h2srv = &h2.Server{Handler: sm.Wrap(handler), Config: sm.Config(h2.Config{})}
+	}
 	s := &server.Server{
+		H2:           h2srv,
 		Addr:         listenAddr,
 		Handler:      handler,
 		TLS:          *useTLS,

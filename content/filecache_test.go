@@ -1,0 +1,187 @@
+package content
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// oldFile writes name under dir with a modification time outside the racy
+// window, so the handler caches it.
+func oldFile(t *testing.T, dir, name string, data []byte, mtime time.Time) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cachedHandler(t *testing.T) (*Handler, string) {
+	t.Helper()
+	dir := t.TempDir()
+	h, err := NewHandler(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, dir
+}
+
+// A cached file answers every kind of request exactly as http.ServeContent
+// does from the disk.
+func TestCachedFileMatchesServeContent(t *testing.T) {
+	h, dir := cachedHandler(t)
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	body := bytes.Repeat([]byte("<html>shunt</html>\n"), 100)
+	oldFile(t, dir, "p.html", body, mtime)
+	oldFile(t, dir, "noext", whole(3000), mtime)
+	etag := fileETag(mtime, int64(len(body)))
+	reqs := [][]string{
+		{"GET", "/p.html"},
+		{"HEAD", "/p.html"},
+		{"GET", "/noext"},
+		{"GET", "/p.html", "Range", "bytes=10-19"},
+		{"GET", "/p.html", "Range", "bytes=0-1,5-6"},
+		{"GET", "/p.html", "Range", "bytes=99999-"},
+		{"GET", "/p.html", "If-None-Match", etag},
+		{"GET", "/p.html", "If-Modified-Since", mtime.UTC().Format(http.TimeFormat)},
+		{"GET", "/p.html", "If-Match", `"other"`},
+		{"GET", "/p.html", "If-Unmodified-Since", mtime.Add(-time.Hour).UTC().Format(http.TimeFormat)},
+	}
+	for _, rq := range reqs {
+		first := do(h, rq[0], rq[1], rq[2:]...) // loads the cache
+		if h.cache.entries[rq[1][1:]] == nil {
+			t.Fatalf("%v: %s not cached", rq, rq[1])
+		}
+		cached := do(h, rq[0], rq[1], rq[2:]...)
+		fromDisk := httptest.NewRecorder()
+		req := httptest.NewRequest(rq[0], rq[1], nil)
+		for i := 2; i+1 < len(rq); i += 2 {
+			req.Header.Set(rq[i], rq[i+1])
+		}
+		h.serveFromDisk(fromDisk, req, rq[1][1:])
+		for name, rec := range map[string]*httptest.ResponseRecorder{"first": first, "cached": cached} {
+			got, want := rec.Result(), fromDisk.Result()
+			if got.StatusCode != want.StatusCode {
+				t.Errorf("%v %s: status %d, from disk %d", rq, name, got.StatusCode, want.StatusCode)
+			}
+			for k, v := range want.Header {
+				if k == "Content-Type" && strings.HasPrefix(v[0], "multipart/") {
+					continue // random boundary
+				}
+				if !slices.Equal(got.Header[k], v) {
+					t.Errorf("%v %s: %s %q, from disk %q", rq, name, k, got.Header[k], v)
+				}
+			}
+			if len(got.Header) != len(want.Header) {
+				t.Errorf("%v %s: headers %v, from disk %v", rq, name, got.Header, want.Header)
+			}
+		}
+		multipart := strings.HasPrefix(fromDisk.Header().Get("Content-Type"), "multipart/")
+		if !multipart && !bytes.Equal(cached.Body.Bytes(), fromDisk.Body.Bytes()) {
+			t.Errorf("%v: cached body differs from the disk's", rq)
+		}
+	}
+}
+
+// A file rewritten in place with the same size and modification time, or
+// replaced by a rename, is served anew at once.
+func TestCachedFileChanges(t *testing.T) {
+	h, dir := cachedHandler(t)
+	mtime := time.Now().Add(-time.Hour)
+	oldFile(t, dir, "f", []byte("version 1"), mtime)
+	expect(t, do(h, "GET", "/f"), 200, []byte("version 1"))
+	if h.cache.entries["f"] == nil {
+		t.Fatal("f not cached")
+	}
+	time.Sleep(10 * time.Millisecond) // let the change time move on
+	oldFile(t, dir, "f", []byte("version 2"), mtime)
+	expect(t, do(h, "GET", "/f"), 200, []byte("version 2"))
+
+	oldFile(t, dir, "g", []byte("version 3"), mtime)
+	if err := os.Rename(filepath.Join(dir, "g"), filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, do(h, "GET", "/f"), 200, []byte("version 3"))
+	if err := os.Remove(filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, do(h, "GET", "/f"), 404, nil)
+}
+
+// A file modified just now is not cached: a second write within the same
+// timestamp tick would go unnoticed.
+func TestRecentFileNotCached(t *testing.T) {
+	h, dir := cachedHandler(t)
+	if err := os.WriteFile(filepath.Join(dir, "new"), []byte("fresh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, do(h, "GET", "/new"), 200, []byte("fresh"))
+	if h.cache.entries["new"] != nil {
+		t.Fatal("a file modified within the racy window was cached")
+	}
+}
+
+// The cache stays within its byte budget.
+func TestFileCacheBudget(t *testing.T) {
+	var c fileCache
+	for i := range 3 * maxCacheBytes / maxCachedFile {
+		c.put(string(rune('a'+i%26))+string(rune('a'+i/26)), &cachedFile{data: make([]byte, maxCachedFile)})
+		if c.bytes > maxCacheBytes {
+			t.Fatalf("after %d files: %d bytes cached, budget %d", i+1, c.bytes, maxCacheBytes)
+		}
+	}
+	var sum int64
+	for _, e := range c.entries {
+		sum += int64(len(e.data))
+	}
+	if sum != c.bytes {
+		t.Fatalf("entries hold %d bytes, accounted %d", sum, c.bytes)
+	}
+}
+
+func TestHasDotDot(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/a/b": false, "/..": true, "/a/../b": true, "/a/..": true, "..": true, "/a..b": false,
+		"/..a": false, "/a\\..\\b": true, "/.../": false, "/a/.": false, "": false,
+	} {
+		if got := hasDotDot(p); got != want {
+			t.Errorf("hasDotDot(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestRacy(t *testing.T) {
+	now := time.Now()
+	fine := func(d time.Duration) time.Time { // a time with a fraction of a second
+		t := now.Add(-d)
+		if t.Nanosecond() == 0 {
+			t = t.Add(-time.Nanosecond)
+		}
+		return t
+	}
+	for _, tc := range []struct {
+		name  string
+		mtime time.Time
+		want  bool
+	}{
+		{"fine, 10ms old", fine(10 * time.Millisecond), true},
+		{"fine, 1s old", fine(time.Second), false},
+		{"whole second, this second", now.Truncate(time.Second), true},
+		{"whole second, 2s old", now.Add(-2 * time.Second).Truncate(time.Second), false},
+		{"in the future", fine(-time.Minute), true},
+	} {
+		if got := racy(tc.mtime); got != tc.want {
+			t.Errorf("%s: racy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

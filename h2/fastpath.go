@@ -1,0 +1,93 @@
+package h2
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Per-request costs of the server, cut where the general path is not needed.
+
+// streamContext is a server stream's request context: cancelled with the
+// stream, and carrying the stream and the Conn as values. One allocation
+// stands in for two context.WithValue layers.
+type streamContext struct {
+	context.Context // context.WithCancel(Conn.ctx)
+	c               *Conn
+	st              *stream
+}
+
+func (x *streamContext) Value(key any) any {
+	switch key {
+	case streamContextKey:
+		return x.st
+	case ConnContextKey:
+		return x.c
+	}
+	return x.Context.Value(key)
+}
+
+// newStreamContext sets st's context and its cancel function.
+func (c *Conn) newStreamContext(st *stream) context.Context {
+	ctx, cancel := context.WithCancel(c.ctx)
+	st.ctx, st.cancel = &streamContext{Context: ctx, c: c, st: st}, cancel
+	return st.ctx
+}
+
+// remoteAddr is the peer's address as http.Request.RemoteAddr shows it. The
+// caller holds c.mu.
+func (c *Conn) remoteAddr() string {
+	if c.raddr == "" {
+		c.raddr = c.nc.RemoteAddr().String()
+	}
+	return c.raddr
+}
+
+// goHandler runs the handler for st on an idle handler goroutine, or a new
+// one. Reuse matters for speed: a fresh goroutine's small stack is grown (and
+// copied) by nearly every handler, once per request.
+func (c *Conn) goHandler(st *stream, req *http.Request) {
+	f := func() { c.runHandler(st, req) }
+	select {
+	case idleHandlers <- f:
+	default:
+		go handlerWorker(f)
+	}
+}
+
+// idleHandlers hands work to handler goroutines waiting for their next
+// request; unbuffered, so a send succeeds only when one is idle.
+var idleHandlers = make(chan func())
+
+// handlerIdleTimeout is how long a handler goroutine waits for more work.
+const handlerIdleTimeout = 2 * time.Second
+
+func handlerWorker(f func()) {
+	t := time.NewTimer(handlerIdleTimeout)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(handlerIdleTimeout)
+		select {
+		case f = <-idleHandlers:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// parseRequestPath parses a request's :path. Paths made only of unreserved
+// characters and slashes, most of them, parse to a URL with just Path set,
+// as url.ParseRequestURI would return; the rest go through it.
+func parseRequestPath(p string) (*url.URL, error) {
+	if len(p) == 0 || p[0] != '/' {
+		return url.ParseRequestURI(p)
+	}
+	for i := 0; i < len(p); i++ {
+		if b := p[i]; !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~') {
+			return url.ParseRequestURI(p)
+		}
+	}
+	return &url.URL{Path: p}, nil
+}

@@ -1,0 +1,487 @@
+package smig
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shunt-net/shunt/h2"
+	"golang.org/x/net/http2"
+)
+
+// Transport is an HTTP/2 client with SMig: requests to an origin share one
+// connection (the primary); a small pool of idle connections receives
+// migrated responses. Against a server that does not announce SettingSMig
+// it is plain HTTP/2 on the primary.
+type Transport struct {
+	TLSClientConfig *tls.Config
+	AllowHTTP       bool
+	DialContext     func(ctx context.Context, network, addr string) (net.Conn, error)
+	Config          h2.Config
+	Policy          Policy // MigCP applies here; server policies are ignored
+	Pool            PoolConfig
+	// Logf reports refused migrations and linking errors; nil means silent.
+	Logf func(format string, args ...any)
+
+	once    sync.Once
+	h2t     *h2.Transport
+	mu      sync.Mutex
+	origins map[string]*origin
+	conns   map[*h2.Conn]*cconn
+
+	stats ClientStats
+}
+
+// ClientStats count what the client did.
+type ClientStats struct {
+	ConnsOpened atomic.Int64 // primaries and pooled
+	Migrated    atomic.Int64 // responses linked to a continuation
+	Asked       atomic.Int64 // MigCP requests sent
+	Refused     atomic.Int64 // requests the server refused
+	BadFrames   atomic.Int64 // SMig frames rejected (unknown CID, foreign stream, ...)
+}
+
+// Stats returns the client's counters.
+func (t *Transport) Stats() *ClientStats { return &t.stats }
+
+type origin struct {
+	addr, scheme string
+	primary      *cconn
+	dialing      chan struct{} // closed when the primary dial ends
+	dialErr      error
+	pooled       map[int]*cconn
+	pool         *Pool
+	nextID       int
+	token        Token
+	markers      map[linkKey]*h2.Stream // marker seen, opening not yet: source stream
+	openings     map[linkKey]*h2.Stream // opening seen, marker not yet: continuation
+}
+
+// linkKey names a continuation stream: its connection's CID and stream
+// ID. CIDs, not connections, because a marker on the source can be read
+// before the destination's binding is (they travel on different
+// connections).
+type linkKey struct {
+	cid CID
+	id  uint32
+}
+
+// linkTimeout bounds how long a marker waits for its continuation.
+const linkTimeout = 10 * time.Second
+
+type cconn struct {
+	o     *origin
+	id    int // 0 for the primary
+	cc    *h2.ClientConn
+	cid   CID
+	bound bool // the server confirmed it belongs to this client's binding
+}
+
+func (t *Transport) init() {
+	t.once.Do(func() {
+		cfg := t.Config
+		cfg.ExtraSettings = append(append([]http2.Setting(nil), cfg.ExtraSettings...), http2.Setting{ID: SettingSMig, Val: Version})
+		cfg.OnSettings = t.onSettings
+		cfg.OnExtensionFrame = t.onFrame
+		t.h2t = &h2.Transport{TLSClientConfig: t.TLSClientConfig, AllowHTTP: t.AllowHTTP, DialContext: t.DialContext, Config: cfg}
+		t.origins = map[string]*origin{}
+		t.conns = map[*h2.Conn]*cconn{}
+	})
+}
+
+func (t *Transport) logf(format string, args ...any) {
+	if t.Logf != nil {
+		t.Logf(format, args...)
+	}
+}
+
+// RoundTrip sends req on its origin's primary connection.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.init()
+	scheme := req.URL.Scheme
+	if scheme == "http" && !t.AllowHTTP {
+		return nil, fmt.Errorf("smig: http:// URL %s needs AllowHTTP (h2c)", req.URL)
+	}
+	addr := req.URL.Host
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		port := "443"
+		if scheme == "http" {
+			port = "80"
+		}
+		addr = net.JoinHostPort(req.URL.Hostname(), port)
+	}
+	o, pc, err := t.primary(req.Context(), addr, scheme)
+	if err != nil {
+		return nil, err
+	}
+	t.tidy(o)
+	res, err := pc.cc.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if t.Policy.ClientMigrate(res.ContentLength) && negotiated(pc.cc.Conn()) {
+		if st := h2.StreamOf(res); st != nil {
+			go t.askMigration(o, pc, st)
+		}
+	}
+	return res, nil
+}
+
+// primary returns the origin's live primary connection, dialing it once.
+func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, *cconn, error) {
+	key := scheme + "://" + addr
+	t.mu.Lock()
+	for {
+		o := t.origins[key]
+		if o == nil {
+			o = &origin{addr: addr, scheme: scheme, pooled: map[int]*cconn{}, pool: NewPool(t.Pool),
+				markers: map[linkKey]*h2.Stream{}, openings: map[linkKey]*h2.Stream{}}
+			t.origins[key] = o
+		}
+		if o.primary != nil && o.primary.cc.Conn().Err() == nil {
+			t.mu.Unlock()
+			return o, o.primary, nil
+		}
+		if o.dialing != nil {
+			ch := o.dialing
+			t.mu.Unlock()
+			<-ch
+			t.mu.Lock()
+			if o.dialErr != nil {
+				err := o.dialErr
+				t.mu.Unlock()
+				return nil, nil, err
+			}
+			continue
+		}
+		o.dialing = make(chan struct{})
+		t.mu.Unlock()
+		c, err := t.dial(ctx, o, 0)
+		t.mu.Lock()
+		o.dialErr = err
+		close(o.dialing)
+		o.dialing = nil
+		if err != nil {
+			t.mu.Unlock()
+			return nil, nil, err
+		}
+		o.primary = c
+	}
+}
+
+// dial opens one connection of o and registers it before any frame of it
+// can be handled (the hooks take t.mu).
+func (t *Transport) dial(ctx context.Context, o *origin, id int) (*cconn, error) {
+	nc, err := t.dialNet(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cc, err := t.h2t.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c := &cconn{o: o, id: id, cc: cc}
+	t.conns[cc.Conn()] = c
+	t.stats.ConnsOpened.Add(1)
+	go func() {
+		<-cc.Conn().Done()
+		t.mu.Lock()
+		delete(t.conns, cc.Conn())
+		if id != 0 {
+			delete(o.pooled, id)
+			o.pool.Gone(id)
+		}
+		t.mu.Unlock()
+	}()
+	return c, nil
+}
+
+func (t *Transport) dialNet(ctx context.Context, o *origin) (net.Conn, error) {
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", o.addr)
+	if err != nil || o.scheme != "https" {
+		return nc, err
+	}
+	cfg := &tls.Config{}
+	if t.TLSClientConfig != nil {
+		cfg = t.TLSClientConfig.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(o.addr)
+	}
+	cfg.NextProtos = []string{"h2"}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("smig: TLS handshake with %s: %w", o.addr, err)
+	}
+	if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+		tc.Close()
+		return nil, fmt.Errorf("smig: %s did not negotiate h2 (got %q)", o.addr, p)
+	}
+	return tc, nil
+}
+
+// tidy updates o's pool: closes connections idle too long and opens what
+// the pool lacks (extra more), once the server's binding token is known.
+func (t *Transport) tidy(o *origin, extra ...int) {
+	now := time.Now()
+	t.mu.Lock()
+	if o.token.IsZero() {
+		t.mu.Unlock()
+		return
+	}
+	for id, c := range o.pooled {
+		if c.cc.Conn().ActiveStreams() > 0 {
+			o.pool.Busy(id)
+		} else {
+			o.pool.Idle(id, now)
+		}
+	}
+	var expired []*cconn
+	for _, id := range o.pool.Expired(now) {
+		expired = append(expired, o.pooled[id])
+		delete(o.pooled, id)
+	}
+	more := 0
+	for _, e := range extra {
+		more += e
+	}
+	n := o.pool.ToOpen(more)
+	ids := make([]int, n)
+	for i := range ids {
+		o.nextID++
+		ids[i] = o.nextID
+	}
+	t.mu.Unlock()
+	for _, c := range expired {
+		c.cc.Conn().GoAway()
+	}
+	for _, id := range ids {
+		go func() {
+			c, err := t.dial(context.Background(), o, id)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if err != nil {
+				o.pool.OpenFailed()
+				t.logf("smig: opening pooled connection to %s: %v", o.addr, err)
+				return
+			}
+			o.pooled[id] = c
+			o.pool.Opened(id, time.Now())
+		}()
+	}
+}
+
+func (t *Transport) lookup(c *h2.Conn) *cconn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.conns[c]
+}
+
+// onSettings presents the binding token on a pooled connection.
+func (t *Transport) onSettings(c *h2.Conn) {
+	cc := t.lookup(c)
+	if cc == nil || !negotiated(c) {
+		return
+	}
+	t.mu.Lock()
+	tok := cc.o.token
+	t.mu.Unlock()
+	if cc.id != 0 && !tok.IsZero() {
+		c.WriteExtensionFrame(FrameConnectionID, 0, 0, ConnectionID{Token: tok}.Append(nil))
+	}
+}
+
+func (t *Transport) onFrame(c *h2.Conn, f *http2.UnknownFrame) {
+	cc := t.lookup(c)
+	if cc == nil || !negotiated(c) || f.Type != FrameMigration && f.Type != FrameConnectionID {
+		return
+	}
+	if f.Type == FrameConnectionID {
+		cf, err := ParseConnectionID(f.Flags, f.StreamID, f.Payload())
+		if err != nil {
+			t.stats.BadFrames.Add(1)
+			t.logf("%v", err)
+			return
+		}
+		t.mu.Lock()
+		o := cc.o
+		cc.cid = cf.CID
+		first := false
+		switch {
+		case cc.id == 0 && o.token.IsZero():
+			o.token, cc.bound, first = cf.Token, true, true
+		case cf.Ack() && cf.Token == o.token:
+			cc.bound = true
+		}
+		t.mu.Unlock()
+		if first {
+			t.tidy(o) // open the idle pool now that connections can be bound
+		}
+		return
+	}
+	m, err := ParseMigration(f.Flags, f.StreamID, f.Payload())
+	if err != nil {
+		t.stats.BadFrames.Add(1)
+		t.logf("%v", err)
+		return
+	}
+	switch {
+	case m.StreamID == 0:
+		t.tidy(cc.o, 1) // the server wants a connection to migrate to
+	case m.EndStream():
+		t.onMarker(cc, m)
+	case m.Ack():
+		t.stats.Refused.Add(1)
+		t.logf("smig: server refused migrating stream %d to connection %v", m.StreamID, m.CID)
+	default:
+		t.onOpening(cc, m)
+	}
+}
+
+// connByCID finds a bound connection of o; the caller holds t.mu.
+func (o *origin) connByCID(cid CID) *cconn {
+	if o.primary != nil && o.primary.cid == cid && o.primary.bound {
+		return o.primary
+	}
+	for _, c := range o.pooled {
+		if c.cid == cid && c.bound {
+			return c
+		}
+	}
+	return nil
+}
+
+// onMarker: the source part of stream m.StreamID ended on cc; the rest
+// arrives as stream m.Stream on connection m.CID.
+func (t *Transport) onMarker(cc *cconn, m Migration) {
+	src := cc.cc.Conn().StreamByID(m.StreamID)
+	if src == nil || m.CID == cc.cid {
+		t.stats.BadFrames.Add(1)
+		t.logf("smig: migration marker for unknown stream %d or to its own connection", m.StreamID)
+		return
+	}
+	key := linkKey{m.CID, m.Stream}
+	t.mu.Lock()
+	next := cc.o.openings[key]
+	if next == nil {
+		cc.o.markers[key] = src
+	}
+	delete(cc.o.openings, key)
+	t.mu.Unlock()
+	if next != nil {
+		t.link(src, next)
+		return
+	}
+	time.AfterFunc(linkTimeout, func() {
+		t.mu.Lock()
+		stale := cc.o.markers[key] == src
+		delete(cc.o.markers, key)
+		t.mu.Unlock()
+		if stale {
+			t.stats.BadFrames.Add(1)
+			t.logf("smig: stream %d migrated to connection %v, which never continued it", m.StreamID, m.CID)
+			src.Reset(http2.ErrCodeProtocol)
+		}
+	})
+}
+
+// onOpening: stream m.StreamID on cc continues stream m.Stream of m.CID.
+func (t *Transport) onOpening(cc *cconn, m Migration) {
+	t.mu.Lock()
+	srcConn := cc.o.connByCID(m.CID)
+	ok := cc.bound && srcConn != nil && srcConn != cc
+	t.mu.Unlock()
+	next, err := cc.cc.Conn().AcceptMigratedStream(m.StreamID)
+	if err != nil || !ok {
+		t.stats.BadFrames.Add(1)
+		t.logf("smig: migrated stream %d from connection %v refused: bound=%v known=%v %v", m.StreamID, m.CID, cc.bound, srcConn != nil, err)
+		if next != nil {
+			next.Reset(http2.ErrCodeRefusedStream)
+		}
+		return
+	}
+	t.mu.Lock()
+	key := linkKey{cc.cid, m.StreamID}
+	src := cc.o.markers[key]
+	if src == nil {
+		cc.o.openings[key] = next
+	}
+	delete(cc.o.markers, key)
+	t.mu.Unlock()
+	if src != nil {
+		t.link(src, next)
+	}
+}
+
+func (t *Transport) link(src, next *h2.Stream) {
+	if err := src.ContinueOn(next); err != nil {
+		t.logf("smig: %v", err)
+		next.Reset(http2.ErrCodeCancel)
+		return
+	}
+	t.stats.Migrated.Add(1)
+}
+
+// askMigration (MigCP) asks the server to move st to an idle bound pooled
+// connection, opening one first if there is none.
+func (t *Transport) askMigration(o *origin, pc *cconn, st *h2.Stream) {
+	deadline := time.Now().Add(5 * time.Second)
+	opened := false
+	for wait := time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 50*time.Millisecond) {
+		t.mu.Lock()
+		var dst *cconn
+		for _, c := range o.pooled {
+			if c.bound && c.cc.Conn().ActiveStreams() == 0 {
+				dst = c
+				break
+			}
+		}
+		t.mu.Unlock()
+		if dst != nil {
+			t.stats.Asked.Add(1)
+			pc.cc.Conn().WriteExtensionFrame(FrameMigration, 0, st.ID(), Migration{CID: dst.cid}.Append(nil))
+			return
+		}
+		if !opened {
+			opened = true
+			t.tidy(o, 1)
+		}
+		time.Sleep(wait)
+	}
+	t.logf("smig: no pooled connection to %s became ready for stream %d", o.addr, st.ID())
+}
+
+// Conns returns how many connections the transport has open per origin.
+func (t *Transport) Conns() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
+// CloseIdleConnections closes every connection with no open stream.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	var cs []*h2.Conn
+	for c := range t.conns {
+		cs = append(cs, c)
+	}
+	t.mu.Unlock()
+	for _, c := range cs {
+		if c.ActiveStreams() == 0 {
+			c.GoAway()
+		}
+	}
+}

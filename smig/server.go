@@ -1,0 +1,324 @@
+package smig
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shunt-net/shunt/h2"
+	"golang.org/x/net/http2"
+)
+
+// Server adds SMig to an h2.Server: use Config for its h2.Config and Wrap
+// for its handler. Connections whose client does not announce SettingSMig
+// are plain HTTP/2.
+type Server struct {
+	Policy Policy
+	// Logf reports refused migrations; nil means log.Printf.
+	Logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	byCID  map[CID]*sconn
+	byConn map[*h2.Conn]*sconn
+
+	stats ServerStats
+}
+
+// ServerStats count what the server did.
+type ServerStats struct {
+	Migrations    atomic.Int64 // streams moved
+	ClientAsked   atomic.Int64 // of which at the client's request
+	Refused       atomic.Int64 // client requests refused (unknown or foreign CID, ...)
+	MovedBytes    atomic.Int64 // body bytes sent on destination connections
+	ConnRequests  atomic.Int64 // "open a connection" requests sent
+	ExtraFrameOut atomic.Int64 // SMig frames sent
+}
+
+// sconn is one SMig connection; token is its client's binding.
+type sconn struct {
+	c         *h2.Conn
+	cid       CID
+	token     Token
+	askedConn time.Time // last "open a connection" request on it
+}
+
+const connRequestInterval = time.Second
+
+// Stats returns the server's counters.
+func (s *Server) Stats() *ServerStats { return &s.stats }
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+// Config returns base with SMig's setting and hooks added (existing hooks
+// still run for frames that are not SMig's).
+func (s *Server) Config(base h2.Config) h2.Config {
+	cfg := base
+	cfg.ExtraSettings = append(append([]http2.Setting(nil), base.ExtraSettings...), http2.Setting{ID: SettingSMig, Val: Version})
+	prevSettings, prevFrame := base.OnSettings, base.OnExtensionFrame
+	cfg.OnSettings = func(c *h2.Conn) {
+		s.onSettings(c)
+		if prevSettings != nil {
+			prevSettings(c)
+		}
+	}
+	cfg.OnExtensionFrame = func(c *h2.Conn, f *http2.UnknownFrame) {
+		if !s.onFrame(c, f) && prevFrame != nil {
+			prevFrame(c, f)
+		}
+	}
+	return cfg
+}
+
+// negotiated reports whether the peer announced this version of SMig.
+func negotiated(c *h2.Conn) bool {
+	v, ok := c.PeerSetting(SettingSMig)
+	return ok && v == Version
+}
+
+func (s *Server) onSettings(c *h2.Conn) {
+	if !negotiated(c) {
+		return
+	}
+	sc := &sconn{c: c, cid: newCID(), token: newToken()}
+	s.mu.Lock()
+	if s.byCID == nil {
+		s.byCID, s.byConn = map[CID]*sconn{}, map[*h2.Conn]*sconn{}
+	}
+	s.byCID[sc.cid], s.byConn[c] = sc, sc
+	s.mu.Unlock()
+	s.send(c, FrameConnectionID, 0, 0, ConnectionID{CID: sc.cid, Token: sc.token}.Append(nil))
+	go func() {
+		<-c.Done()
+		s.mu.Lock()
+		delete(s.byCID, sc.cid)
+		delete(s.byConn, c)
+		s.mu.Unlock()
+	}()
+}
+
+func (s *Server) send(c *h2.Conn, t http2.FrameType, flags http2.Flags, id uint32, p []byte) {
+	if c.WriteExtensionFrame(t, flags, id, p) == nil {
+		s.stats.ExtraFrameOut.Add(1)
+	}
+}
+
+// onFrame handles SMig frames; it reports whether f was one.
+func (s *Server) onFrame(c *h2.Conn, f *http2.UnknownFrame) bool {
+	if f.Type != FrameMigration && f.Type != FrameConnectionID {
+		return false
+	}
+	s.mu.Lock()
+	sc := s.byConn[c]
+	s.mu.Unlock()
+	if sc == nil {
+		return true // not negotiated: ignore, as for any unknown frame
+	}
+	if f.Type == FrameConnectionID {
+		cf, err := ParseConnectionID(f.Flags, f.StreamID, f.Payload())
+		if err != nil {
+			s.logf("%v", err)
+			return true
+		}
+		s.bind(sc, cf.Token)
+		return true
+	}
+	m, err := ParseMigration(f.Flags, f.StreamID, f.Payload())
+	if err != nil {
+		s.logf("%v", err)
+		return true
+	}
+	if m.Flags != 0 || m.StreamID == 0 {
+		return true // only requests flow from client to server
+	}
+	if err := s.clientRequest(sc, m); err != nil {
+		s.stats.Refused.Add(1)
+		s.logf("smig: refused migration of stream %d on %v to %v: %v", m.StreamID, sc.cid, m.CID, err)
+		s.send(c, FrameMigration, FlagAck, m.StreamID, Migration{CID: m.CID}.Append(nil))
+	}
+	return true
+}
+
+// bind moves sc into the client binding named by token, if a live
+// connection holds it, and confirms with CONNECTION_ID+ACK.
+func (s *Server) bind(sc *sconn, token Token) {
+	s.mu.Lock()
+	ok := false
+	for _, o := range s.byCID {
+		if o != sc && o.token == token {
+			ok = true
+			break
+		}
+	}
+	if ok {
+		sc.token = token
+	}
+	s.mu.Unlock()
+	if ok {
+		s.send(sc.c, FrameConnectionID, FlagAck, 0, ConnectionID{CID: sc.cid, Token: token}.Append(nil))
+	}
+}
+
+func (s *Server) clientRequest(src *sconn, m Migration) error {
+	s.mu.Lock()
+	dst := s.byCID[m.CID]
+	s.mu.Unlock()
+	switch {
+	case dst == nil:
+		return fmt.Errorf("unknown connection id")
+	case dst == src:
+		return fmt.Errorf("destination is the source connection")
+	case dst.tokenOf(s) != src.tokenOf(s):
+		return fmt.Errorf("connection belongs to another client")
+	}
+	st := src.c.StreamByID(m.StreamID)
+	if st == nil {
+		return fmt.Errorf("no open stream %d", m.StreamID)
+	}
+	if err := s.migrate(src, dst, st, FlagAck); err != nil {
+		return err
+	}
+	s.stats.ClientAsked.Add(1)
+	return nil
+}
+
+func (sc *sconn) tokenOf(s *Server) Token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sc.token
+}
+
+// migrate moves the unsent rest of st from src to dst: the opening frame on
+// dst first, then the marker on src, then the body on dst.
+func (s *Server) migrate(src, dst *sconn, st *h2.Stream, ack http2.Flags) error {
+	sid := st.ID()
+	d, err := dst.c.OpenMigratedStream(func(id uint32) h2.Frame {
+		return h2.Frame{Type: FrameMigration, Payload: Migration{CID: src.cid, Stream: sid}.Append(nil)}
+	})
+	if err != nil {
+		return err
+	}
+	marker := Migration{CID: dst.cid, Stream: d.ID()}
+	tail, err := st.DetachSend(h2.Frame{Type: FrameMigration, Flags: FlagEndStream | ack, Payload: marker.Append(nil)})
+	if err != nil {
+		d.Reset(http2.ErrCodeCancel)
+		return err
+	}
+	s.stats.Migrations.Add(1)
+	s.stats.ExtraFrameOut.Add(2)
+	go func() {
+		n, _ := tail.CopyTo(d)
+		s.stats.MovedBytes.Add(n)
+	}()
+	return nil
+}
+
+// idleTarget returns an idle connection of src's client, or nil after
+// asking the client (at most once a second) to open one.
+func (s *Server) idleTarget(src *sconn) *sconn {
+	s.mu.Lock()
+	var cands []*sconn
+	for _, o := range s.byCID {
+		if o != src && o.token == src.token {
+			cands = append(cands, o)
+		}
+	}
+	s.mu.Unlock()
+	for _, o := range cands {
+		if o.c.ActiveStreams() == 0 {
+			return o
+		}
+	}
+	s.mu.Lock()
+	ask := time.Since(src.askedConn) >= connRequestInterval
+	if ask {
+		src.askedConn = time.Now()
+	}
+	s.mu.Unlock()
+	if ask {
+		s.stats.ConnRequests.Add(1)
+		s.send(src.c, FrameMigration, 0, 0, Migration{}.Append(nil))
+	}
+	return nil
+}
+
+// Wrap applies the server policy (MigSW, MigSP) to h's responses.
+func (s *Server) Wrap(h http.Handler) http.Handler {
+	if !s.Policy.ServerSide() {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := h2.StreamFromContext(r.Context())
+		if st == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		s.mu.Lock()
+		src := s.byConn[st.Conn()]
+		s.mu.Unlock()
+		if src == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&policyWriter{ResponseWriter: w, s: s, src: src, st: st}, r)
+	})
+}
+
+// policyWriter watches a response and migrates it when the policy says so.
+type policyWriter struct {
+	http.ResponseWriter
+	s    *Server
+	src  *sconn
+	st   *h2.Stream
+	done bool // migrated, or tried and failed for good
+}
+
+func (w *policyWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil && !w.done {
+		w.maybeMigrate()
+	}
+	return n, err
+}
+
+func (w *policyWriter) maybeMigrate() {
+	cl := int64(-1)
+	if v := w.Header().Get("Content-Length"); v != "" {
+		fmt.Sscan(v, &cl)
+	}
+	if !w.s.Policy.ServerMigrate(cl, w.st.Sent()) {
+		return
+	}
+	dst := w.s.idleTarget(w.src)
+	if dst == nil {
+		return // asked the client for a connection; try again on a later write
+	}
+	w.Flush() // HEADERS must be out before the migration point
+	if err := w.s.migrate(w.src, dst, w.st, 0); err != nil && err != h2.ErrNothingToMigrate {
+		w.s.logf("smig: migrating stream %d: %v", w.st.ID(), err)
+	}
+	w.done = true
+}
+
+func (w *policyWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *policyWriter) Push(target string, opts *http.PushOptions) error {
+	if p, ok := w.ResponseWriter.(http.Pusher); ok {
+		return p.Push(target, opts)
+	}
+	return http.ErrNotSupported
+}
+
+func (w *policyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

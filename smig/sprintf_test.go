@@ -1,0 +1,5 @@
+package smig
+
+import "fmt"
+
+var sprintf = fmt.Sprintf
