@@ -7,13 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
 
+	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/multipath"
 )
@@ -413,42 +412,13 @@ func bodyRange(res *http.Response) (first, size int64, err error) {
 		return 0, res.ContentLength, nil
 	case http.StatusPartialContent:
 		cr := res.Header.Get("Content-Range")
-		first, _, size, err := parseContentRange(cr)
+		first, _, size, err := content.ParseContentRange(cr)
 		if err != nil {
 			return 0, 0, err
 		}
 		return first, size, nil
 	}
 	return 0, -1, nil
-}
-
-// parseContentRange parses "bytes FIRST-LAST/SIZE" (RFC 9110 14.4); SIZE
-// "*" is -1.
-func parseContentRange(s string) (first, last, size int64, err error) {
-	bad := fmt.Errorf("Content-Range %q: want bytes FIRST-LAST/SIZE", s)
-	spec, ok := strings.CutPrefix(s, "bytes ")
-	rng, total, ok2 := strings.Cut(spec, "/")
-	a, b, ok3 := strings.Cut(rng, "-")
-	if !ok || !ok2 || !ok3 {
-		return 0, 0, 0, bad
-	}
-	num := func(x string) (int64, bool) {
-		if x == "" || strings.TrimLeft(x, "0123456789") != "" {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	first, ok = num(a)
-	last, ok2 = num(b)
-	size, ok3 = -1, total == "*"
-	if !ok3 {
-		size, ok3 = num(total)
-	}
-	if !ok || !ok2 || !ok3 || last < first || (size >= 0 && last >= size) {
-		return 0, 0, 0, bad
-	}
-	return first, last, size, nil
 }
 
 // watchPath waits for path p's connection, then (HTTP/2) sends a PING every

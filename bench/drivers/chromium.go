@@ -105,12 +105,7 @@ func (chromiumDriver) Start(ctx context.Context, env *bench.Env, p bench.Protoco
 	if err != nil {
 		return nil, err
 	}
-	port := serverPort
-	for i, q := range env.Scenario.Protocols {
-		if q.Name == p.Name {
-			port += i
-		}
-	}
+	port := protocolPort(env, p)
 	// Chromium cannot set a socket's congestion control; the client
 	// namespace's default decides, so make it the replay's there.
 	if s.restoreCC, err = setNamespaceCC(env.Net.Client(), serverCC); err != nil {

@@ -117,3 +117,30 @@ func writeObjects(root string, objs []bench.Object) error {
 }
 
 const warmSize = 100
+
+// checkSizeOnly is Check for drivers that transfer one sized object: no page,
+// no background download.
+func checkSizeOnly(driver string, o bench.Object) error {
+	s, err := parseSizes(o)
+	switch {
+	case err != nil:
+		return err
+	case o.Page != nil || s.background > 0:
+		return &bench.FieldError{Field: "object", Value: o.Name, Err: fmt.Errorf("driver %s transfers a size only", driver)}
+	case s.size == 0:
+		return &bench.FieldError{Field: "size", Err: fmt.Errorf("driver %s needs a size", driver)}
+	}
+	return nil
+}
+
+// protocolPort gives each protocol of a scenario its own server port, so
+// that sessions of different protocols never meet on one listener.
+func protocolPort(env *bench.Env, p bench.Protocol) int {
+	port := serverPort
+	for i, q := range env.Scenario.Protocols {
+		if q.Name == p.Name {
+			port += i
+		}
+	}
+	return port
+}

@@ -155,16 +155,7 @@ func (mph2Driver) Check(p bench.Protocol, o bench.Object) error {
 	if _, err := parseMPH2Params(p); err != nil {
 		return err
 	}
-	s, err := parseSizes(o)
-	switch {
-	case err != nil:
-		return err
-	case o.Page != nil || s.background > 0:
-		return &bench.FieldError{Field: "object", Value: o.Name, Err: errors.New("driver mph2 downloads a size only")}
-	case s.size == 0:
-		return &bench.FieldError{Field: "size", Err: errors.New("driver mph2 needs a size")}
-	}
-	return nil
+	return checkSizeOnly("mph2", o)
 }
 
 const mph2Port = 8445

@@ -125,12 +125,7 @@ func (replayDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol)
 	if err != nil {
 		return nil, err
 	}
-	port := serverPort
-	for i, q := range env.Scenario.Protocols {
-		if q.Name == p.Name {
-			port += i
-		}
-	}
+	port := protocolPort(env, p)
 	srvHost := env.Net.Servers()[0]
 	so := bench.SockOpts{CC: serverCC}
 	s.srv, err = site.Serve(site.ServeConfig{

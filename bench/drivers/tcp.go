@@ -53,16 +53,7 @@ func (tcpDriver) Check(p bench.Protocol, o bench.Object) error {
 	if _, err := parseTCPParams(p); err != nil {
 		return err
 	}
-	s, err := parseSizes(o)
-	switch {
-	case err != nil:
-		return err
-	case o.Page != nil || s.background > 0:
-		return &bench.FieldError{Field: "object", Value: o.Name, Err: errors.New("driver tcp transfers a size only")}
-	case s.size == 0:
-		return &bench.FieldError{Field: "size", Err: errors.New("driver tcp needs a size")}
-	}
-	return nil
+	return checkSizeOnly("tcp", o)
 }
 
 const tcpPort = 9000

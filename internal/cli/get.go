@@ -151,41 +151,6 @@ func parseRangeFlag(s string) (first, last int64, err error) {
 	return first, last, nil
 }
 
-// parseContentRange parses "bytes FIRST-LAST/SIZE" (RFC 9110 14.4) of a
-// single-part 206 response. SIZE "*" (unknown) is returned as -1.
-func parseContentRange(s string) (first, last, size int64, err error) {
-	bad := fmt.Errorf("Content-Range %q: want bytes FIRST-LAST/SIZE", s)
-	spec, ok := strings.CutPrefix(s, "bytes ")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	rng, total, ok := strings.Cut(spec, "/")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	a, b, ok := strings.Cut(rng, "-")
-	if !ok {
-		return 0, 0, 0, bad
-	}
-	num := func(x string) (int64, bool) {
-		if x == "" || strings.TrimLeft(x, "0123456789") != "" {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	var ok1, ok2, ok3 bool
-	first, ok1 = num(a)
-	last, ok2 = num(b)
-	size, ok3 = -1, total == "*"
-	if !ok3 {
-		size, ok3 = num(total)
-	}
-	if !ok1 || !ok2 || !ok3 || last < first || (size >= 0 && last >= size) {
-		return 0, 0, 0, bad
-	}
-	return first, last, size, nil
-}
 
 func runGet(ctx context.Context, args []string, gio getIO) error {
 	gio.stderr = &lockedWriter{w: gio.stderr}
@@ -288,7 +253,7 @@ func planCheck(urlPath string, resp *http.Response) (contentCheck, error) {
 			return contentCheck{}, errors.New("206 without a Content-Range (multipart responses are not checked)")
 		}
 		var total int64
-		if first, last, total, err = parseContentRange(cr); err != nil {
+		if first, last, total, err = content.ParseContentRange(cr); err != nil {
 			return contentCheck{}, err
 		}
 		if total != size {
