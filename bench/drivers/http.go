@@ -17,6 +17,7 @@ import (
 
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/smig"
 	"github.com/shunt-net/shunt/testbed"
 )
 
@@ -31,6 +32,7 @@ import (
 //	         needs before the clock starts; cold times their handshakes too
 //	tls      true | false (default false: h2c with prior knowledge)
 //	cc       client congestion control (default cubic)
+//	smig, notsent_lowat, background, priority: see smigParams
 //
 // Objects: size (time to download it), size + background (+ background_after)
 // (time to download size while background is in flight), or page (page load
@@ -41,14 +43,18 @@ type httpParams struct {
 	proto, server, cc string
 	conns             int
 	warm, tls         bool
+	smig              smigParams
 }
 
 func parseHTTPParams(p bench.Protocol) (httpParams, error) {
 	hp := httpParams{proto: p.Params["proto"], server: "shunt", cc: "cubic", conns: 6, warm: true}
 	known := map[string]bool{"proto": true, "server": true, "conns": true, "connect": true, "tls": true, "cc": true}
+	for _, k := range smigParamKeys {
+		known[k] = true
+	}
 	for k := range p.Params {
 		if !known[k] {
-			return hp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver http (want proto, server, conns, connect, tls, cc)")}
+			return hp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver http (want proto, server, conns, connect, tls, cc, smig, notsent_lowat, background, priority)")}
 		}
 	}
 	if hp.proto != "h1" && hp.proto != "h2" {
@@ -89,7 +95,9 @@ func parseHTTPParams(p bench.Protocol) (httpParams, error) {
 	if v, ok := p.Params["cc"]; ok {
 		hp.cc = v
 	}
-	return hp, nil
+	var err error
+	hp.smig, err = parseSMigParams(p, hp)
+	return hp, err
 }
 
 func (httpDriver) Check(p bench.Protocol, o bench.Object) error {
@@ -125,22 +133,27 @@ func (httpDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol) (
 			port += i
 		}
 	}
-	srv, err := startServer(ctx, env.Net.Servers()[0], hp.server, root, hostPort(env.Net, port), hp.tls, env.Log)
+	x := hp.smig.serverExtras()
+	srv, err := startServer(ctx, env.Net.Servers()[0], hp.server, root, hostPort(env.Net, port), hp.tls, env.Log, x)
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", hp.server, err)
 	}
-	return &httpSession{p: hp, srv: srv, client: env.Net.Client()}, nil
+	return &httpSession{p: hp, srv: srv, client: env.Net.Client(), smig: x.smig}, nil
 }
 
 type httpSession struct {
 	p      httpParams
 	srv    *httpServer
 	client bench.Host
+	smig   *smig.Server // nil without SMig
 }
 
 func (s *httpSession) Info() map[string]string {
 	info := map[string]string{"client": clientName(s.p.proto)}
 	for k, v := range s.srv.info {
+		info[k] = v
+	}
+	for k, v := range s.p.smig.info() {
 		info[k] = v
 	}
 	return info
@@ -158,10 +171,12 @@ type client struct {
 	sock  bench.SockOpts
 	proto string // the responses' protocol and TLS, recorded to show what ran
 	close func()
+	smig  *smig.Transport // nil without SMig
+	prio  string          // Priority request header; "" sends none
 }
 
 func (s *httpSession) newClient() *client {
-	c := &client{base: "http://" + s.srv.addr}
+	c := &client{base: "http://" + s.srv.addr, prio: s.p.smig.priority}
 	if s.p.tls {
 		c.base = "https://" + s.srv.addr
 	}
@@ -198,6 +213,11 @@ func (s *httpSession) newClient() *client {
 		c.rt, c.close = tr, tr.CloseIdleConnections
 		return c
 	}
+	if s.p.smig.on {
+		c.smig = &smig.Transport{AllowHTTP: true, DialContext: dial, TLSClientConfig: tlsConf, Policy: s.p.smig.clientPolicy()}
+		c.rt, c.close = c.smig, c.smig.CloseIdleConnections
+		return c
+	}
 	c.rt, c.close = newH2Transport(dial, tlsConf)
 	return c
 }
@@ -210,6 +230,9 @@ func (c *client) get(ctx context.Context, path string, want int64, progress func
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return false, err
+	}
+	if c.prio != "" {
+		req.Header.Set("Priority", c.prio)
 	}
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
@@ -264,6 +287,9 @@ func (c *client) warmUp(ctx context.Context, n int) error {
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
+	if c.smig != nil {
+		return awaitIdle(ctx, c.smig)
+	}
 	return nil
 }
 
@@ -274,6 +300,7 @@ func (s *httpSession) Run(ctx context.Context, r *bench.Run) (bench.Result, erro
 	}
 	c := s.newClient()
 	defer c.close()
+	before := snapshotSMig(s.smig)
 	var res bench.Result
 	switch {
 	case r.Object.Page != nil:
@@ -294,6 +321,7 @@ func (s *httpSession) Run(ctx context.Context, r *bench.Run) (bench.Result, erro
 		res.Counts = map[string]float64{}
 	}
 	res.Counts["connections"] = float64(c.dials.Load())
+	smigCounts(&res, s.smig, before, c.smig)
 	return res, err
 }
 
@@ -334,6 +362,8 @@ func (s *httpSession) runDuring(ctx context.Context, c *client, sz sizes) (bench
 	reached := make(chan struct{})
 	var once sync.Once
 	bgDone := make(chan error, 1)
+	var bgTime time.Duration // written before bgDone is sent
+	tBg := time.Now()
 	go func() {
 		_, err := c.get(bgCtx, objectPath(sz.background), sz.background, func(n int64) {
 			bgBytes.Store(n)
@@ -341,6 +371,7 @@ func (s *httpSession) runDuring(ctx context.Context, c *client, sz sizes) (bench
 				once.Do(func() { close(reached) })
 			}
 		})
+		bgTime = time.Since(tBg)
 		bgDone <- err
 	}()
 	select {
@@ -358,20 +389,31 @@ func (s *httpSession) runDuring(ctx context.Context, c *client, sz sizes) (bench
 	reused, err := c.get(ctx, objectPath(sz.size), sz.size, nil)
 	el := time.Since(t0)
 	atEnd := bgBytes.Load()
-	cancelBg()
-	select {
-	case bgErr := <-bgDone:
-		if bgErr == nil && err == nil {
-			err = fmt.Errorf("background download of %d bytes finished before the object: not 'during'", sz.background)
+	metrics := map[string]float64{"time": el.Seconds()}
+	if s.p.smig.complete {
+		select {
+		case bgErr := <-bgDone:
+			err = errors.Join(err, bgErr)
+			metrics["large_time"] = bgTime.Seconds()
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("background download of %d bytes: %w after %d bytes", sz.background, ctx.Err(), bgBytes.Load()))
 		}
-	case <-time.After(5 * time.Second):
-		err = errors.Join(err, errors.New("background download did not stop within 5 s of its cancellation"))
+	} else {
+		cancelBg()
+		select {
+		case bgErr := <-bgDone:
+			if bgErr == nil && err == nil {
+				err = fmt.Errorf("background download of %d bytes finished before the object: not 'during'", sz.background)
+			}
+		case <-time.After(5 * time.Second):
+			err = errors.Join(err, errors.New("background download did not stop within 5 s of its cancellation"))
+		}
 	}
 	if err != nil {
 		return bench.Result{}, err
 	}
 	return bench.Result{
-		Metrics: map[string]float64{"time": el.Seconds()},
+		Metrics: metrics,
 		Counts:  map[string]float64{"background_bytes_at_request": float64(atRequest), "background_bytes_at_end": float64(atEnd)},
 		Info:    map[string]string{"conn_reused": strconv.FormatBool(reused)},
 	}, nil

@@ -16,8 +16,10 @@ import (
 
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/internal/peers"
 	"github.com/shunt-net/shunt/server"
+	"github.com/shunt-net/shunt/smig"
 )
 
 // serverCC is the congestion control of every server socket. nginx and h2o
@@ -34,10 +36,10 @@ type httpServer struct {
 
 // startServer starts the named server ("shunt", "nginx", "h2o") serving root
 // on addr inside h's namespace.
-func startServer(ctx context.Context, h bench.Host, name, root, addr string, useTLS bool, logw io.Writer) (*httpServer, error) {
+func startServer(ctx context.Context, h bench.Host, name, root, addr string, useTLS bool, logw io.Writer, x shuntExtras) (*httpServer, error) {
 	switch name {
 	case "shunt":
-		return startShunt(h, root, addr, useTLS, logw)
+		return startShunt(h, root, addr, useTLS, logw, x)
 	case peers.Nginx, peers.H2O:
 		return startPeer(ctx, h, name, root, addr, useTLS)
 	}
@@ -71,17 +73,28 @@ func startPeer(ctx context.Context, h bench.Host, name, root, addr string, useTL
 		info:  map[string]string{"server": ver, "server_cc": nsCC + " (namespace default)"}}, nil
 }
 
+// shuntExtras are shunt-only server options (nginx and h2o have neither).
+type shuntExtras struct {
+	smig         *smig.Server // SMig on the HTTP/2 engine; nil: plain HTTP/2
+	notSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
+}
+
 // startShunt runs shunt's server (what `shunt serve` runs) in this process,
 // listening inside the server namespace with cubic set per socket.
 // Its log (connections reset when a run cancels its background download)
 // goes to logw, not to the terminal.
-func startShunt(h bench.Host, root, addr string, useTLS bool, logw io.Writer) (*httpServer, error) {
+func startShunt(h bench.Host, root, addr string, useTLS bool, logw io.Writer, x shuntExtras) (*httpServer, error) {
 	hd, err := content.NewHandler(root)
 	if err != nil {
 		return nil, err
 	}
-	srv := &server.Server{Handler: hd, TLS: useTLS, CC: serverCC, ErrorLog: log.New(logw, "shunt server: ", log.LstdFlags)}
-	ln, err := h.Listen("tcp", addr, bench.SockOpts{CC: serverCC})
+	logger := log.New(logw, "shunt server: ", log.LstdFlags)
+	srv := &server.Server{Handler: hd, TLS: useTLS, CC: serverCC, NotSentLowat: x.notSentLowat, ErrorLog: logger}
+	if x.smig != nil {
+		x.smig.Logf = logger.Printf
+		srv.H2 = &h2.Server{Handler: x.smig.Wrap(hd), Config: x.smig.Config(h2.Config{})}
+	}
+	ln, err := h.Listen("tcp", addr, bench.SockOpts{CC: serverCC, NotSentLowat: x.notSentLowat})
 	if err != nil {
 		hd.Close()
 		return nil, err
@@ -95,7 +108,7 @@ func startShunt(h bench.Host, root, addr string, useTLS bool, logw io.Writer) (*
 	}
 	return &httpServer{
 		addr: ln.Addr().String(), tls: useTLS,
-		info: map[string]string{"server": ver, "server_cc": serverCC + " (per socket)"},
+		info: map[string]string{"server": ver, "server_cc": serverCC + " (per socket)", "server_sockopts": srv.SockOpts().String()},
 		close: func() error {
 			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()

@@ -1,0 +1,88 @@
+package drivers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/bench"
+)
+
+func TestSMigParamErrors(t *testing.T) {
+	obj := bench.Object{Name: "o", Size: "10KB"}
+	for _, tc := range []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"proto": "h2", "smig": "migxx"}, `params.smig "migxx"`},
+		{map[string]string{"proto": "h1", "smig": "migsw"}, "SMig needs proto h2 and server shunt"},
+		{map[string]string{"proto": "h2", "server": "nginx", "smig": "nomig"}, "SMig needs proto h2 and server shunt"},
+		{map[string]string{"proto": "h2", "notsent_lowat": "-1"}, `params.notsent_lowat "-1"`},
+		{map[string]string{"proto": "h2", "server": "h2o", "notsent_lowat": "16384"}, "set per socket by shunt's server only"},
+		{map[string]string{"proto": "h2", "background": "forever"}, `params.background "forever"`},
+	} {
+		err := httpDriver{}.Check(bench.Protocol{Name: "p", Driver: "http", Params: tc.params}, obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.params, err, tc.want)
+		}
+	}
+	ok := map[string]string{"proto": "h2", "smig": "migcp:2M", "notsent_lowat": "16384", "background": "complete", "priority": "i"}
+	hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := hp.smig; !sp.on || sp.clientPolicy().Threshold != 2<<20 || sp.serverExtras().smig.Policy.ServerSide() || sp.lowat != 16384 || !sp.complete || sp.priority != "i" {
+		t.Errorf("params %v parsed as %+v", ok, hp.smig)
+	}
+}
+
+// TestSMigDriverOverTestbed runs the SMig rows end to end: the server and
+// client policies must each migrate the large response once, onto the
+// pooled connection, and the 5 MB body must still arrive whole (the driver
+// verifies every byte).
+func TestSMigDriverOverTestbed(t *testing.T) {
+	recs := sweep(t, `
+name: smig-test
+reps: 1
+seed: 1
+timeout: 60s
+protocols:
+  - {name: nomig, driver: http, params: {proto: h2, smig: nomig, priority: i, background: complete}}
+  - {name: migsw, driver: http, params: {proto: h2, smig: "migsw:1M", background: complete}}
+  - {name: migsp, driver: http, params: {proto: h2, smig: "migsp:100K", notsent_lowat: "16384", background: complete}}
+  - {name: migcp, driver: http, params: {proto: h2, smig: "migcp:1M", background: complete}}
+objects:
+  - {name: alone, size: 10KB}
+  - {name: during, size: 10KB, background: 5MB, background_after: 300KB}
+`+link)
+	for _, rec := range recs {
+		if !rec.OK() {
+			continue
+		}
+		c := rec.Counts
+		want := 0.0
+		if rec.Object.Name == "during" && rec.Protocol.Name != "nomig" {
+			want = 1
+		}
+		if c["smig_migrations"] != want || c["smig_linked"] != want {
+			t.Errorf("%s/%s: %v migrations, %v linked by the client, want %v", rec.Protocol.Name, rec.Object.Name, c["smig_migrations"], c["smig_linked"], want)
+		}
+		if want == 1 && !(c["smig_moved_bytes"] > 0 && c["smig_moved_bytes"] < 5<<20) {
+			t.Errorf("%s: %v bytes moved, want some of the 5 MB", rec.Protocol.Name, c["smig_moved_bytes"])
+		}
+		if got, wantAsk := c["smig_client_initiated"], map[bool]float64{true: want}[rec.Protocol.Name == "migcp"]; got != wantAsk {
+			t.Errorf("%s/%s: %v client-initiated migrations, want %v", rec.Protocol.Name, rec.Object.Name, got, wantAsk)
+		}
+		// The primary and the pooled idle connection; a migration takes the
+		// idle one, and the pool (size 1) opens its replacement on the next
+		// request, which the 10 KB object's is.
+		if c["connections"] != 2+want {
+			t.Errorf("%s/%s: %v connections, want %v", rec.Protocol.Name, rec.Object.Name, c["connections"], 2+want)
+		}
+		if rec.Object.Name == "during" && !(rec.Metrics["large_time"] > rec.Metrics["time"]) {
+			t.Errorf("%s: large object %v s, small %v s", rec.Protocol.Name, rec.Metrics["large_time"], rec.Metrics["time"])
+		}
+		if rec.Protocol.Name == "migsp" && !strings.Contains(rec.Info["server_sockopts"], "notsent_lowat=16384") {
+			t.Errorf("migsp: server socket options %q", rec.Info["server_sockopts"])
+		}
+	}
+}
