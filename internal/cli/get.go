@@ -151,7 +151,6 @@ func parseRangeFlag(s string) (first, last int64, err error) {
 	return first, last, nil
 }
 
-
 func runGet(ctx context.Context, args []string, gio getIO) error {
 	gio.stderr = &lockedWriter{w: gio.stderr}
 	o, err := parseGetArgs(args, gio.stderr)

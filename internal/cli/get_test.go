@@ -271,4 +271,3 @@ func FuzzParseRangeFlag(f *testing.F) {
 		}
 	})
 }
-
