@@ -1,7 +1,6 @@
 package drivers
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/shunt-net/shunt/bench"
@@ -9,27 +8,14 @@ import (
 )
 
 func TestChromiumParamErrors(t *testing.T) {
-	d, err := bench.Drivers.Lookup("chromium")
-	if err != nil {
-		t.Fatal(err)
-	}
 	google := bench.Object{Name: "google"}
-	for _, tc := range []struct {
-		params map[string]string
-		obj    bench.Object
-		want   string
-	}{
-		{map[string]string{}, google, "params.proto"},
-		{map[string]string{"proto": "spdy"}, google, `params.proto "spdy"`},
-		{map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
-		{map[string]string{"proto": "h2", "conns": "6"}, google, "params.conns"},
-		{map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
-	} {
-		err := d.Check(bench.Protocol{Name: "p", Driver: "chromium", Params: tc.params}, tc.obj)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v %+v: error %v, want %q", tc.params, tc.obj, err, tc.want)
-		}
-	}
+	wantCheckErrors(t, []checkCase{
+		{"chromium", map[string]string{}, google, "params.proto"},
+		{"chromium", map[string]string{"proto": "spdy"}, google, `params.proto "spdy"`},
+		{"chromium", map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
+		{"chromium", map[string]string{"proto": "h2", "conns": "6"}, google, "params.conns"},
+		{"chromium", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
+	})
 }
 
 // TestChromiumDriverOverTestbed loads Google's generated site in Chromium in

@@ -27,12 +27,7 @@ func TestShippedScenariosCheck(t *testing.T) {
 
 func TestParamErrors(t *testing.T) {
 	obj := bench.Object{Name: "o", Size: "10KB"}
-	for _, tc := range []struct {
-		driver string
-		params map[string]string
-		obj    bench.Object
-		want   string
-	}{
+	wantCheckErrors(t, []checkCase{
 		{"http", map[string]string{"proto": "h3"}, obj, `params.proto "h3"`},
 		{"http", map[string]string{"proto": "h2", "server": "apache"}, obj, `params.server "apache"`},
 		{"http", map[string]string{"proto": "h1", "server": "nginx"}, obj, "HTTP/1.1 runs against shunt only"},
@@ -44,7 +39,21 @@ func TestParamErrors(t *testing.T) {
 		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 0, ImageSize: "1KB"}}, "page.images"},
 		{"tcp", map[string]string{"conns": "x"}, obj, `params.conns "x"`},
 		{"tcp", nil, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 1, ImageSize: "1KB"}}, "transfers a size only"},
-	} {
+	})
+}
+
+// checkCase is a protocol's params and an object that driver's Check must
+// refuse with an error containing want.
+type checkCase struct {
+	driver string
+	params map[string]string
+	obj    bench.Object
+	want   string
+}
+
+func wantCheckErrors(t *testing.T, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
 		d, err := bench.Drivers.Lookup(tc.driver)
 		if err != nil {
 			t.Fatal(err)

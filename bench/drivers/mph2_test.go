@@ -2,7 +2,6 @@ package drivers
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/shunt-net/shunt/bench"
@@ -10,28 +9,19 @@ import (
 
 func TestMPH2ParamErrors(t *testing.T) {
 	obj := bench.Object{Name: "o", Size: "1MB"}
-	for _, tc := range []struct {
-		params map[string]string
-		obj    bench.Object
-		want   string
-	}{
-		{map[string]string{"mode": "mptcp2"}, obj, `params.mode "mptcp2"`},
-		{map[string]string{"mode": "single"}, obj, "needs path=NAME"},
-		{map[string]string{"mode": "mhttp"}, obj, "needs chunk=SIZE"},
-		{map[string]string{"mode": "mhttp", "chunk": "0"}, obj, `params.chunk "0"`},
-		{map[string]string{"end_adjust": "window"}, obj, "want flow or rst"},
-		{map[string]string{"pipelining": "maybe"}, obj, "want on or off"},
-		{map[string]string{"color": "red"}, obj, "unknown parameter"},
-		{map[string]string{"restart_links": "yes"}, obj, "want on or off"},
-		{map[string]string{"trace_shift": "-1s", "restart_links": "on"}, obj, "positive duration"},
-		{map[string]string{"trace_shift": "10s"}, obj, "needs restart_links=on"},
-		{nil, bench.Object{Name: "b", Size: "10KB", Background: "1MB"}, "size only"},
-	} {
-		err := mph2Driver{}.Check(bench.Protocol{Name: "x", Driver: "mph2", Params: tc.params}, tc.obj)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("params %v: %v, want an error with %q", tc.params, err, tc.want)
-		}
-	}
+	wantCheckErrors(t, []checkCase{
+		{"mph2", map[string]string{"mode": "mptcp2"}, obj, `params.mode "mptcp2"`},
+		{"mph2", map[string]string{"mode": "single"}, obj, "needs path=NAME"},
+		{"mph2", map[string]string{"mode": "mhttp"}, obj, "needs chunk=SIZE"},
+		{"mph2", map[string]string{"mode": "mhttp", "chunk": "0"}, obj, `params.chunk "0"`},
+		{"mph2", map[string]string{"end_adjust": "window"}, obj, "want flow or rst"},
+		{"mph2", map[string]string{"pipelining": "maybe"}, obj, "want on or off"},
+		{"mph2", map[string]string{"color": "red"}, obj, "unknown parameter"},
+		{"mph2", map[string]string{"restart_links": "yes"}, obj, "want on or off"},
+		{"mph2", map[string]string{"trace_shift": "-1s", "restart_links": "on"}, obj, "positive duration"},
+		{"mph2", map[string]string{"trace_shift": "10s"}, obj, "needs restart_links=on"},
+		{"mph2", nil, bench.Object{Name: "b", Size: "10KB", Background: "1MB"}, "size only"},
+	})
 	if err := (mph2Driver{}).Check(bench.Protocol{Params: map[string]string{"mode": "single", "path": "wifi", "cut": "1MB", "end_adjust": "rst"}}, obj); err != nil {
 		t.Errorf("valid params: %v", err)
 	}

@@ -11,31 +11,18 @@ import (
 )
 
 func TestReplayParamErrors(t *testing.T) {
-	d, err := bench.Drivers.Lookup("replay")
-	if err != nil {
-		t.Fatal(err)
-	}
 	google := bench.Object{Name: "google"}
-	for _, tc := range []struct {
-		params map[string]string
-		obj    bench.Object
-		want   string
-	}{
-		{map[string]string{"proto": "h4"}, google, `protocol "h4"`},
-		{map[string]string{"proto": "h1", "conns": "x"}, google, `params.conns "x"`},
-		{map[string]string{"proto": "h1", "conns": "0"}, google, `params.conns "0"`},
-		{map[string]string{"proto": "h1", "conns": "5000"}, google, "connections 5000"},
-		{map[string]string{"proto": "h2", "streams": "-1"}, google, `params.streams "-1"`},
-		{map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
-		{map[string]string{"proto": "h2", "colour": "red"}, google, "params.colour"},
-		{map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
-		{map[string]string{"proto": "h2"}, bench.Object{Name: "google", Size: "1KB"}, "takes a page by name only"},
-	} {
-		err := d.Check(bench.Protocol{Name: "p", Driver: "replay", Params: tc.params}, tc.obj)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v %+v: error %v, want %q", tc.params, tc.obj, err, tc.want)
-		}
-	}
+	wantCheckErrors(t, []checkCase{
+		{"replay", map[string]string{"proto": "h4"}, google, `protocol "h4"`},
+		{"replay", map[string]string{"proto": "h1", "conns": "x"}, google, `params.conns "x"`},
+		{"replay", map[string]string{"proto": "h1", "conns": "0"}, google, `params.conns "0"`},
+		{"replay", map[string]string{"proto": "h1", "conns": "5000"}, google, "connections 5000"},
+		{"replay", map[string]string{"proto": "h2", "streams": "-1"}, google, `params.streams "-1"`},
+		{"replay", map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
+		{"replay", map[string]string{"proto": "h2", "colour": "red"}, google, "params.colour"},
+		{"replay", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
+		{"replay", map[string]string{"proto": "h2"}, bench.Object{Name: "google", Size: "1KB"}, "takes a page by name only"},
+	})
 }
 
 func TestReplayDriverOverTestbed(t *testing.T) {

@@ -9,22 +9,14 @@ import (
 
 func TestSMigParamErrors(t *testing.T) {
 	obj := bench.Object{Name: "o", Size: "10KB"}
-	for _, tc := range []struct {
-		params map[string]string
-		want   string
-	}{
-		{map[string]string{"proto": "h2", "smig": "migxx"}, `params.smig "migxx"`},
-		{map[string]string{"proto": "h1", "smig": "migsw"}, "SMig needs proto h2 and server shunt"},
-		{map[string]string{"proto": "h2", "server": "nginx", "smig": "nomig"}, "SMig needs proto h2 and server shunt"},
-		{map[string]string{"proto": "h2", "notsent_lowat": "-1"}, `params.notsent_lowat "-1"`},
-		{map[string]string{"proto": "h2", "server": "h2o", "notsent_lowat": "16384"}, "set per socket by shunt's server only"},
-		{map[string]string{"proto": "h2", "background": "forever"}, `params.background "forever"`},
-	} {
-		err := httpDriver{}.Check(bench.Protocol{Name: "p", Driver: "http", Params: tc.params}, obj)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v, want %q", tc.params, err, tc.want)
-		}
-	}
+	wantCheckErrors(t, []checkCase{
+		{"http", map[string]string{"proto": "h2", "smig": "migxx"}, obj, `params.smig "migxx"`},
+		{"http", map[string]string{"proto": "h1", "smig": "migsw"}, obj, "SMig needs proto h2 and server shunt"},
+		{"http", map[string]string{"proto": "h2", "server": "nginx", "smig": "nomig"}, obj, "SMig needs proto h2 and server shunt"},
+		{"http", map[string]string{"proto": "h2", "notsent_lowat": "-1"}, obj, `params.notsent_lowat "-1"`},
+		{"http", map[string]string{"proto": "h2", "server": "h2o", "notsent_lowat": "16384"}, obj, "set per socket by shunt's server only"},
+		{"http", map[string]string{"proto": "h2", "background": "forever"}, obj, `params.background "forever"`},
+	})
 	ok := map[string]string{"proto": "h2", "smig": "migcp:2M", "notsent_lowat": "16384", "background": "complete", "priority": "i"}
 	hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok})
 	if err != nil {
