@@ -348,16 +348,8 @@ func (s *Server) serveHTTP1(w http.ResponseWriter, r *http.Request) {
 // in-flight requests on both protocols finish. When ctx ends first it closes
 // every connection and returns ctx.Err().
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing.Store(true)
-	for ln := range s.listeners {
-		ln.Close()
-	}
 	// Connections that have not sent their first bytes are idle: close them.
-	for c := range s.pending {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.stop(false)
 
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -388,7 +380,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // closeAll closes every listener and connection at once.
 func (s *Server) closeAll() {
+	s.stop(true)
+	if s.h1 != nil {
+		s.h1.Close()
+	}
+}
+
+// stop marks the server closing and closes its listeners and the connections
+// still sniffing their protocol; with active, the serving ones too.
+func (s *Server) stop(active bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closing.Store(true)
 	for ln := range s.listeners {
 		ln.Close()
@@ -396,12 +398,10 @@ func (s *Server) closeAll() {
 	for c := range s.pending {
 		c.Close()
 	}
-	for c := range s.active {
-		c.Close()
-	}
-	s.mu.Unlock()
-	if s.h1 != nil {
-		s.h1.Close()
+	if active {
+		for c := range s.active {
+			c.Close()
+		}
 	}
 }
 
