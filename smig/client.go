@@ -374,14 +374,7 @@ func (t *Transport) onMarker(cc *cconn, m Migration) {
 		return
 	}
 	key := linkKey{m.CID, m.Stream}
-	t.mu.Lock()
-	next := cc.o.openings[key]
-	if next == nil {
-		cc.o.markers[key] = src
-	}
-	delete(cc.o.openings, key)
-	t.mu.Unlock()
-	if next != nil {
+	if next := t.meet(key, src, cc.o.markers, cc.o.openings); next != nil {
 		t.link(src, next)
 		return
 	}
@@ -413,17 +406,22 @@ func (t *Transport) onOpening(cc *cconn, m Migration) {
 		}
 		return
 	}
-	t.mu.Lock()
-	key := linkKey{cc.cid, m.StreamID}
-	src := cc.o.markers[key]
-	if src == nil {
-		cc.o.openings[key] = next
-	}
-	delete(cc.o.markers, key)
-	t.mu.Unlock()
-	if src != nil {
+	if src := t.meet(linkKey{cc.cid, m.StreamID}, next, cc.o.openings, cc.o.markers); src != nil {
 		t.link(src, next)
 	}
+}
+
+// meet pairs the two halves of a migration, which may arrive in either
+// order: it returns the other half if theirs holds it, else parks s in mine.
+func (t *Transport) meet(key linkKey, s *h2.Stream, mine, theirs map[linkKey]*h2.Stream) *h2.Stream {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	other := theirs[key]
+	if other == nil {
+		mine[key] = s
+	}
+	delete(theirs, key)
+	return other
 }
 
 func (t *Transport) link(src, next *h2.Stream) {
