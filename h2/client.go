@@ -537,7 +537,7 @@ func (c *Conn) onResponseHeaders() error {
 			res.Trailer[canonicalKey(lowerKey(k))] = nil
 		}
 	}
-	body := &responseBody{c: c, st: st, res: res}
+	body := &streamBody{c: c, st: st, trailer: &res.Trailer, closeCode: http2.ErrCodeCancel}
 	res.Body = body
 	if !st.isHead && bodyAllowed(status) {
 		st.declLen = cl
@@ -553,25 +553,5 @@ func (c *Conn) onResponseHeaders() error {
 	if hb.end {
 		c.remoteClosedLocked(st)
 	}
-	return nil
-}
-
-// responseBody is a client response body.
-type responseBody struct {
-	c   *Conn
-	st  *stream
-	res *http.Response
-}
-
-func (b *responseBody) Read(p []byte) (int, error) {
-	n, err := b.c.readBody(b.st, p)
-	if err == io.EOF {
-		b.c.takeTrailers(b.st, &b.res.Trailer)
-	}
-	return n, err
-}
-
-func (b *responseBody) Close() error {
-	b.c.closeBody(b.st, http2.ErrCodeCancel)
 	return nil
 }

@@ -290,9 +290,9 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		}
 	}
 	var body io.ReadCloser = http.NoBody
-	var rb *requestBody
+	var rb *streamBody
 	if hasBody {
-		rb = &requestBody{c: c, st: st}
+		rb = &streamBody{c: c, st: st, closeCode: http2.ErrCodeNo}
 		body = rb
 	}
 	ctx := c.newStreamContext(st)
@@ -325,7 +325,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 	}
 	req = req.WithContext(ctx)
 	if rb != nil {
-		rb.req = req
+		rb.trailer = &req.Trailer
 	}
 	return req, nil
 }
@@ -351,7 +351,7 @@ func (c *Conn) runHandler(st *stream, req *http.Request) {
 		c.handlers--
 		c.mu.Unlock()
 		st.cancel()
-		if b, ok := req.Body.(*requestBody); ok {
+		if b, ok := req.Body.(*streamBody); ok {
 			b.Close()
 		}
 	}()
@@ -360,27 +360,6 @@ func (c *Conn) runHandler(st *stream, req *http.Request) {
 		h = http.DefaultServeMux
 	}
 	h.ServeHTTP(rw, req)
-}
-
-// requestBody is a server request body: reads drain the stream's receive
-// queue and hand the bytes back to flow control.
-type requestBody struct {
-	c   *Conn
-	st  *stream
-	req *http.Request
-}
-
-func (b *requestBody) Read(p []byte) (int, error) {
-	n, err := b.c.readBody(b.st, p)
-	if err == io.EOF && b.req != nil {
-		b.c.takeTrailers(b.st, &b.req.Trailer)
-	}
-	return n, err
-}
-
-func (b *requestBody) Close() error {
-	b.c.closeBody(b.st, http2.ErrCodeNo)
-	return nil
 }
 
 // takeTrailers moves received trailers into *dst once the body hit EOF.

@@ -331,3 +331,26 @@ func (c *Conn) endSendLocked(st *stream, trailers []hpack.HeaderField) {
 	st.send.trailers = trailers
 	c.releaseLocked(st)
 }
+
+// streamBody is a request body (server) or response body (client): reads
+// drain the stream's receive queue and hand the bytes back to flow control;
+// at EOF the received trailers move to *trailer.
+type streamBody struct {
+	c         *Conn
+	st        *stream
+	trailer   *http.Header
+	closeCode http2.ErrCode // sent if the body is closed before its end
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.c.readBody(b.st, p)
+	if err == io.EOF && b.trailer != nil {
+		b.c.takeTrailers(b.st, b.trailer)
+	}
+	return n, err
+}
+
+func (b *streamBody) Close() error {
+	b.c.closeBody(b.st, b.closeCode)
+	return nil
+}

@@ -31,7 +31,7 @@ func StreamOf(res *http.Response) *Stream {
 	if res == nil {
 		return nil
 	}
-	if b, ok := res.Body.(*responseBody); ok {
+	if b, ok := res.Body.(*streamBody); ok {
 		return &Stream{b.st}
 	}
 	return nil
