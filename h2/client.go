@@ -478,7 +478,7 @@ func (c *Conn) onResponseHeaders() error {
 	id := hb.id
 	st := c.streams[id]
 	if st == nil {
-		if !c.isOurs(id) {
+		if !c.isOurs(id) && c.idleLocked(id) {
 			return connError{http2.ErrCodeProtocol, fmt.Sprintf("server sent HEADERS on stream %d it cannot open", id)}
 		}
 		if c.idleLocked(id) {

@@ -1,6 +1,7 @@
 package h2
 
 import (
+	"net/http"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -27,6 +28,11 @@ type Config struct {
 	// Trace, if set, sees every frame read or written (shunt get -v). Written
 	// HEADERS are shown as their raw frames.
 	Trace func(dir Direction, f http2.Frame)
+	// OnPush (client role), if set, accepts server push (ENABLE_PUSH 1):
+	// it is called on a goroutine of its own with each promised request and
+	// its response once the response HEADERS arrive, and must close
+	// res.Body. Nil refuses push.
+	OnPush func(c *Conn, req *http.Request, res *http.Response)
 
 	// PingInterval, if positive, sends a PING this often and records the RTT
 	// (Conn.RTTSamples); OnRTT, if set, is called with each sample.

@@ -171,7 +171,11 @@ func (c *Conn) initialSettings() {
 		{ID: settingsNoRFC7540Prio, Val: 1},
 	}
 	if c.client {
-		s = append(s, http2.Setting{ID: http2.SettingEnablePush, Val: 0})
+		push := uint32(0)
+		if c.cfg.OnPush != nil {
+			push = 1
+		}
+		s = append(s, http2.Setting{ID: http2.SettingEnablePush, Val: push})
 	} else {
 		s = append(s, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams})
 	}

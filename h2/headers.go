@@ -26,6 +26,8 @@ type headerBlock struct {
 	tooLarge   bool   // over MaxHeaderListSize: fields dropped, decoding goes on
 	bad        string // why the block is malformed, "" if it is not
 	sawRegular bool
+
+	promised uint32 // PUSH_PROMISE (client role): the promised stream; 0 for HEADERS
 }
 
 func (c *Conn) onHeadersFrame(f *http2.HeadersFrame) error {
@@ -66,6 +68,9 @@ func (c *Conn) headerFragment(frag []byte, ended bool) error {
 	hb.active = false
 	if err := c.hdec.Close(); err != nil {
 		return connError{http2.ErrCodeCompression, fmt.Sprintf("HPACK on stream %d: %v", hb.id, err)}
+	}
+	if c.client && hb.promised != 0 {
+		return c.onPromisedRequest()
 	}
 	if c.client {
 		return c.onResponseHeaders()

@@ -137,8 +137,7 @@ func (c *Conn) processLocked(f http2.Frame) error {
 	case *http2.PriorityUpdateFrame:
 		return c.onPriorityUpdate(f)
 	case *http2.PushPromiseFrame:
-		// Servers never receive it; our client disables push.
-		return connError{http2.ErrCodeProtocol, "PUSH_PROMISE received but push is not enabled"}
+		return c.onPushPromise(f)
 	}
 	return nil
 }
