@@ -43,6 +43,10 @@ type Server struct {
 	// TLSConfig, if set, is the base TLS configuration; NextProtos is
 	// replaced, and a certificate is added when it has none.
 	TLSConfig *tls.Config
+	// WrapTLS, if set, gets the final TLS configuration (certificate and
+	// ALPN in place) and returns the one to serve with; SMig uses it to tag
+	// session tickets (smig.Server.TLSConfig).
+	WrapTLS func(*tls.Config) *tls.Config
 
 	// H2 is the HTTP/2 engine; nil means &h2.Server{Handler: Handler}.
 	// A nil H2.Handler is set to Handler.
@@ -178,6 +182,9 @@ func (s *Server) init(addr net.Addr) error {
 		if s.TLS {
 			if s.tlsConf, s.initErr = s.makeTLSConfig(addr); s.initErr != nil {
 				return
+			}
+			if s.WrapTLS != nil {
+				s.tlsConf = s.WrapTLS(s.tlsConf)
 			}
 		}
 		s.h1ln = newChanListener(addr)

@@ -19,6 +19,9 @@ import (
 // migrated responses. Against a server that does not announce SettingSMig
 // it is plain HTTP/2 on the primary.
 type Transport struct {
+	// TLSClientConfig's ClientSessionCache, if set, holds the sessions an
+	// origin's pooled connections resume to join its binding (they must);
+	// nil means one cache per origin.
 	TLSClientConfig *tls.Config
 	AllowHTTP       bool
 	DialContext     func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -58,6 +61,7 @@ type origin struct {
 	pool         *Pool
 	nextID       int
 	token        Token
+	sessions     *sessionCache          // https: shared by the origin's connections
 	markers      map[linkKey]*h2.Stream // marker seen, opening not yet: source stream
 	openings     map[linkKey]*h2.Stream // opening seen, marker not yet: continuation
 }
@@ -141,6 +145,13 @@ func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, 
 		if o == nil {
 			o = &origin{addr: addr, scheme: scheme, pooled: map[int]*cconn{}, pool: NewPool(t.Pool),
 				markers: map[linkKey]*h2.Stream{}, openings: map[linkKey]*h2.Stream{}}
+			if scheme == "https" {
+				var shared tls.ClientSessionCache
+				if t.TLSClientConfig != nil {
+					shared = t.TLSClientConfig.ClientSessionCache
+				}
+				o.sessions = newSessionCache(shared)
+			}
 			t.origins[key] = o
 		}
 		if o.primary != nil && o.primary.cc.Conn().Err() == nil {
@@ -177,7 +188,7 @@ func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, 
 // dial opens one connection of o and registers it before any frame of it
 // can be handled (the hooks take t.mu).
 func (t *Transport) dial(ctx context.Context, o *origin, id int) (*cconn, error) {
-	nc, err := t.dialNet(ctx, o)
+	nc, err := t.dialNet(ctx, o, id != 0)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +215,20 @@ func (t *Transport) dial(ctx context.Context, o *origin, id int) (*cconn, error)
 	return c, nil
 }
 
-func (t *Transport) dialNet(ctx context.Context, o *origin) (net.Conn, error) {
+// dialNet connects; over TLS a pooled connection resumes the primary's
+// session (so it waits for the primary's first ticket) or fails.
+func (t *Transport) dialNet(ctx context.Context, o *origin, pooled bool) (net.Conn, error) {
+	if pooled && o.scheme == "https" {
+		wait := time.NewTimer(ticketWait)
+		defer wait.Stop()
+		select {
+		case <-o.sessions.ready:
+		case <-wait.C:
+			return nil, fmt.Errorf("smig: %s: %w within %v", o.addr, errNoTicket, ticketWait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	dial := t.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
@@ -221,6 +245,10 @@ func (t *Transport) dialNet(ctx context.Context, o *origin) (net.Conn, error) {
 		cfg.ServerName, _, _ = net.SplitHostPort(o.addr)
 	}
 	cfg.NextProtos = []string{"h2"}
+	cfg.ClientSessionCache = o.sessions
+	if pooled {
+		cfg.ClientSessionCache = readOnlyCache{o.sessions}
+	}
 	tc := tls.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
@@ -229,6 +257,10 @@ func (t *Transport) dialNet(ctx context.Context, o *origin) (net.Conn, error) {
 	if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
 		tc.Close()
 		return nil, fmt.Errorf("smig: %s did not negotiate h2 (got %q)", o.addr, p)
+	}
+	if pooled && !tc.ConnectionState().DidResume {
+		tc.Close()
+		return nil, fmt.Errorf("smig: %s: %w", o.addr, errNotResumed)
 	}
 	return tc, nil
 }

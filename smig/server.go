@@ -20,9 +20,10 @@ type Server struct {
 	// Logf reports refused migrations; nil means log.Printf.
 	Logf func(format string, args ...any)
 
-	mu     sync.Mutex
-	byCID  map[CID]*sconn
-	byConn map[*h2.Conn]*sconn
+	mu       sync.Mutex
+	byCID    map[CID]*sconn
+	byConn   map[*h2.Conn]*sconn
+	lineages lineages
 
 	stats ServerStats
 }
@@ -32,6 +33,7 @@ type ServerStats struct {
 	Migrations    atomic.Int64 // streams moved
 	ClientAsked   atomic.Int64 // of which at the client's request
 	Refused       atomic.Int64 // client requests refused (unknown or foreign CID, ...)
+	BindRefused   atomic.Int64 // known tokens refused: the connection is not of the binding's TLS session lineage
 	MovedBytes    atomic.Int64 // body bytes sent on destination connections
 	ConnRequests  atomic.Int64 // "open a connection" requests sent
 	ExtraFrameOut atomic.Int64 // SMig frames sent
@@ -42,6 +44,7 @@ type sconn struct {
 	c         *h2.Conn
 	cid       CID
 	token     Token
+	lineage   lineage   // what the connection proves besides the token
 	askedConn time.Time // last "open a connection" request on it
 }
 
@@ -85,10 +88,11 @@ func negotiated(c *h2.Conn) bool {
 }
 
 func (s *Server) onSettings(c *h2.Conn) {
+	l := s.lineages.claim(c) // claimed even without SMig, to free the record
 	if !negotiated(c) {
 		return
 	}
-	sc := &sconn{c: c, cid: newCID(), token: newToken()}
+	sc := &sconn{c: c, cid: newCID(), token: newToken(), lineage: l}
 	s.mu.Lock()
 	if s.byCID == nil {
 		s.byCID, s.byConn = map[CID]*sconn{}, map[*h2.Conn]*sconn{}
@@ -148,23 +152,31 @@ func (s *Server) onFrame(c *h2.Conn, f *http2.UnknownFrame) bool {
 }
 
 // bind moves sc into the client binding named by token, if a live
-// connection holds it, and confirms with CONNECTION_ID+ACK.
+// connection holds it and sc belongs to the same client (section 7), and
+// confirms with CONNECTION_ID+ACK. Otherwise sc stays its own client.
 func (s *Server) bind(sc *sconn, token Token) {
 	s.mu.Lock()
-	ok := false
+	var holder *sconn
 	for _, o := range s.byCID {
 		if o != sc && o.token == token {
-			ok = true
+			holder = o
 			break
 		}
 	}
-	if ok {
-		sc.token = token
+	err := fmt.Errorf("unknown binding token")
+	if holder != nil {
+		if err = sc.lineage.sameClient(holder.lineage); err == nil {
+			sc.token = token
+		} else {
+			s.stats.BindRefused.Add(1)
+		}
 	}
 	s.mu.Unlock()
-	if ok {
-		s.send(sc.c, FrameConnectionID, FlagAck, 0, ConnectionID{CID: sc.cid, Token: token}.Append(nil))
+	if err != nil {
+		s.logf("smig: refused binding connection %v to a client: %v", sc.cid, err)
+		return
 	}
+	s.send(sc.c, FrameConnectionID, FlagAck, 0, ConnectionID{CID: sc.cid, Token: token}.Append(nil))
 }
 
 func (s *Server) clientRequest(src *sconn, m Migration) error {

@@ -2,6 +2,7 @@ package smig
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -24,13 +25,25 @@ type testServer struct {
 
 func startServer(t *testing.T, p Policy, enabled bool) *testServer {
 	t.Helper()
+	return startServerTLS(t, p, enabled, nil)
+}
+
+// startServerTLS is startServer over TLS when tlsCfg is not nil (the
+// server's TLSConfig is applied to it, as shunt serve does).
+// mw, if given, wraps the content handler (under the SMig policy).
+func startServerTLS(t *testing.T, p Policy, enabled bool, tlsCfg *tls.Config, mw ...func(http.Handler) http.Handler) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := content.NewHandler("")
+	cont, err := content.NewHandler("")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var ch http.Handler = cont
+	for _, m := range mw {
+		ch = m(ch)
 	}
 	ts := &testServer{url: "http://" + ln.Addr().String(), logs: make(chan string, 16)}
 	ts.s = &Server{Policy: p, Logf: func(f string, a ...any) {
@@ -44,6 +57,12 @@ func startServer(t *testing.T, p Policy, enabled bool) *testServer {
 		srv.Config = ts.s.Config(h2.Config{})
 		srv.Handler = ts.s.Wrap(ch)
 	}
+	if tlsCfg != nil {
+		ts.url = "https://" + ln.Addr().String()
+		if enabled {
+			tlsCfg = ts.s.TLSConfig(tlsCfg)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -55,7 +74,18 @@ func startServer(t *testing.T, p Policy, enabled bool) *testServer {
 				return
 			}
 			wg.Add(1)
-			go func() { defer wg.Done(); srv.ServeConn(ctx, nc, nil) }()
+			go func() {
+				defer wg.Done()
+				if tlsCfg != nil {
+					tc := tls.Server(nc, tlsCfg)
+					if tc.HandshakeContext(ctx) != nil {
+						nc.Close()
+						return
+					}
+					nc = tc
+				}
+				srv.ServeConn(ctx, nc, nil)
+			}()
 		}
 	}()
 	t.Cleanup(func() {
