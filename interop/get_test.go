@@ -34,22 +34,7 @@ func TestShuntGetAgainstPeers(t *testing.T) {
 				}
 				t.Cleanup(func() { p.Stop() })
 				for _, c := range cases {
-					out := filepath.Join(t.TempDir(), "body")
-					args := getArgs(p.URL(c.obj.path), out, c.rng, tls)
-					cmd := exec.CommandContext(timeout(t, time.Minute), shuntBin, args...)
-					if b, err := cmd.CombinedOutput(); err != nil {
-						t.Errorf("shunt %s: %v\n%s", strings.Join(args, " "), err, b)
-						continue
-					}
-					want := c.obj.body
-					if c.rng != "" {
-						if want, _, err = peers.RangeOf(c.obj.body, c.rng); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if err := peers.VerifyFile(out, want); err != nil {
-						t.Errorf("shunt %s: %v", strings.Join(args, " "), err)
-					}
+					c.checkGet(t, p.URL(""), tls)
 				}
 				// -v traces frames: proof the download spoke HTTP/2, not a
 				// fallback to HTTP/1.1 after ALPN.
@@ -61,6 +46,31 @@ func TestShuntGetAgainstPeers(t *testing.T) {
 			})
 		}
 	}
+}
+
+// checkGet downloads c from base (scheme://host:port) with shunt get
+// [extra...], checks the body (length and SHA-256) and returns what shunt
+// get printed (with -v, its frame trace).
+func (c fetchCase) checkGet(t *testing.T, base string, tls bool, extra ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "body")
+	args := getArgs(base+c.obj.path, out, c.rng, tls, extra...)
+	cmd := exec.CommandContext(timeout(t, time.Minute), shuntBin, args...)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("shunt %s: %v\n%s", strings.Join(args, " "), err, b)
+		return string(b)
+	}
+	want := c.obj.body
+	if c.rng != "" {
+		if want, _, err = peers.RangeOf(c.obj.body, c.rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := peers.VerifyFile(out, want); err != nil {
+		t.Errorf("shunt %s: %v", strings.Join(args, " "), err)
+	}
+	return string(b)
 }
 
 // getArgs builds a shunt get command line: h2 over TLS for https (the

@@ -48,17 +48,22 @@ func TestH2specShunt(t *testing.T) {
 	root := t.TempDir()
 	for _, tls := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", tls), func(t *testing.T) {
-			srv := startShunt(t, root, tls)
-			host, port := splitHostPort(t, srv.addr)
-			r, out, err := peers.H2spec(timeout(t, 5*time.Minute), peers.Conformance{Host: host, Port: port, TLS: tls, Strict: true})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			if r.Failed != 0 || r.Skipped != 0 || r.Passed != r.Tests {
-				t.Errorf("h2spec -S tls=%v: %d tests, %d passed, %d skipped, %d failed: %v\n%s",
-					tls, r.Tests, r.Passed, r.Skipped, r.Failed, r.Failures, out)
-			}
-			t.Logf("h2spec -S tls=%v: %d/%d passed", tls, r.Passed, r.Tests)
+			checkH2spec(t, startShunt(t, root, tls), tls)
 		})
 	}
+}
+
+// checkH2spec runs every h2spec case in strict mode against srv.
+func checkH2spec(t *testing.T, srv *shuntServer, tls bool) {
+	t.Helper()
+	host, port := splitHostPort(t, srv.addr)
+	r, out, err := peers.H2spec(timeout(t, 5*time.Minute), peers.Conformance{Host: host, Port: port, TLS: tls, Strict: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Failed != 0 || r.Skipped != 0 || r.Passed != r.Tests {
+		t.Errorf("h2spec -S tls=%v: %d tests, %d passed, %d skipped, %d failed: %v\n%s",
+			tls, r.Tests, r.Passed, r.Skipped, r.Failed, r.Failures, out)
+	}
+	t.Logf("h2spec -S tls=%v: %d/%d passed", tls, r.Passed, r.Tests)
 }

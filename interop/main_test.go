@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,19 +71,23 @@ func needTools(t *testing.T, names ...string) {
 type shuntServer struct {
 	base string // scheme://host:port
 	addr string
+	// stop stops the server (once; cleanup calls it too) and returns what
+	// it wrote on stderr, complete only once it has exited.
+	stop func() string
 }
 
 func (s *shuntServer) url(path string) string { return s.base + path }
 
-// startShunt runs `shunt serve --root root --addr 127.0.0.1:0 [--tls]` and
-// reads the listening address from its first stdout line.
-func startShunt(t *testing.T, root string, tls bool) *shuntServer {
+// startShunt runs `shunt serve --root root --addr 127.0.0.1:0 [--tls]
+// [extra...]` and reads the listening address from its first stdout line.
+func startShunt(t *testing.T, root string, tls bool, extra ...string) *shuntServer {
 	t.Helper()
 	needShunt(t)
 	args := []string{"serve", "--root", root, "--addr", "127.0.0.1:0"}
 	if tls {
 		args = append(args, "--tls")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(shuntBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
@@ -104,16 +109,20 @@ func startShunt(t *testing.T, root string, tls bool) *shuntServer {
 		close(lines)
 		io.Copy(io.Discard, stdout) // keep the server from blocking on a full pipe
 	}()
-	stop := func() {
-		// SIGTERM first: a graceful shutdown that hangs is a bug worth seeing.
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("shunt serve did not exit within 5s of SIGTERM")
-		}
+	var stopOnce sync.Once
+	stop := func() string {
+		stopOnce.Do(func() {
+			// SIGTERM first: a graceful shutdown that hangs is a bug worth seeing.
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				t.Errorf("shunt serve did not exit within 5s of SIGTERM")
+			}
+		})
+		return stderr.String()
 	}
 	go func() { exited <- cmd.Wait() }()
 	var line string
@@ -142,7 +151,7 @@ func startShunt(t *testing.T, root string, tls bool) *shuntServer {
 			t.Logf("shunt %s stderr:\n%s", strings.Join(args, " "), stderr)
 		}
 	})
-	return &shuntServer{base: base, addr: addr}
+	return &shuntServer{base: base, addr: addr, stop: stop}
 }
 
 // writeRandom writes n random bytes to dir/name and returns them.

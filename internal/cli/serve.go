@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -74,6 +75,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	var h2srv *h2.Server
+	var wrapTLS func(*tls.Config) *tls.Config
 	if *smigFlag != "" {
 		p, err := smig.ParsePolicy(*smigFlag)
 		if err != nil {
@@ -84,9 +86,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sm := &smig.Server{Policy: p, Logf: log.New(stderr, "", log.LstdFlags).Printf}
 		h2srv = &h2.Server{Handler: sm.Wrap(handler), Config: sm.Config(h2.Config{})}
+		wrapTLS = sm.TLSConfig
+		// What SMig did, on exit: the one way to tell from outside that a
+		// peer without SMig got plain HTTP/2 (no SMig frame sent to it).
+		defer func() {
+			st := sm.Stats()
+			fmt.Fprintf(stderr, "smig: %d migrations (%d asked by clients), %d refused, %d SMig frames sent\n",
+				st.Migrations.Load(), st.ClientAsked.Load(), st.Refused.Load(), st.ExtraFrameOut.Load())
+		}()
 	}
 	s := &server.Server{
 		H2:           h2srv,
+		WrapTLS:      wrapTLS,
 		Addr:         listenAddr,
 		Handler:      handler,
 		TLS:          *useTLS,
