@@ -32,7 +32,12 @@ import (
 //	         needs before the clock starts; cold times their handshakes too
 //	tls      true | false (default false: h2c with prior knowledge)
 //	cc       client congestion control (default cubic)
-//	smig, notsent_lowat, background, priority: see smigParams
+//	smig, notsent_lowat, background, priority, smig_pool: see smigParams
+//
+// Counts of every run: connections (dialled), and client_rx_bytes,
+// client_rx_segs, client_tx_bytes, client_tx_segs, client_wire_bytes
+// (TCP_INFO over all the client's connections, from the clock's start to
+// the run's end: see tcpTotals).
 //
 // Objects: size (time to download it), size + background (+ background_after)
 // (time to download size while background is in flight), or page (page load
@@ -54,7 +59,7 @@ func parseHTTPParams(p bench.Protocol) (httpParams, error) {
 	}
 	for k := range p.Params {
 		if !known[k] {
-			return hp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver http (want proto, server, conns, connect, tls, cc, smig, notsent_lowat, background, priority)")}
+			return hp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver http (want proto, server, conns, connect, tls, cc, smig, notsent_lowat, background, priority, smig_pool)")}
 		}
 	}
 	if hp.proto != "h1" && hp.proto != "h2" {
@@ -172,7 +177,12 @@ type client struct {
 	proto string // the responses' protocol and TLS, recorded to show what ran
 	close func()
 	smig  *smig.Transport // nil without SMig
-	prio  string          // Priority request header; "" sends none
+	// awaitIdle: warm-up ends once an SMig pooled connection is bound.
+	awaitIdle bool
+	prio      string // Priority request header; "" sends none
+	conns     []net.Conn
+	wire0     tcpTotals // at markWire
+	wireErr   error
 }
 
 func (s *httpSession) newClient() *client {
@@ -186,6 +196,9 @@ func (s *httpSession) newClient() *client {
 		if err != nil {
 			return nil, err
 		}
+		c.mu.Lock()
+		c.conns = append(c.conns, conn)
+		c.mu.Unlock()
 		if c.dials.Add(1) == 1 {
 			// Record what the kernel uses, not what was asked for.
 			so, err := testbed.ReadSockOpts(conn)
@@ -214,7 +227,9 @@ func (s *httpSession) newClient() *client {
 		return c
 	}
 	if s.p.smig.on {
-		c.smig = &smig.Transport{AllowHTTP: true, DialContext: dial, TLSClientConfig: tlsConf, Policy: s.p.smig.clientPolicy()}
+		c.smig = &smig.Transport{AllowHTTP: true, DialContext: dial, TLSClientConfig: tlsConf, Policy: s.p.smig.clientPolicy(),
+			Pool: smig.PoolConfig{OnDemand: s.p.smig.onDemand}}
+		c.awaitIdle = !s.p.smig.onDemand
 		c.rt, c.close = c.smig, c.smig.CloseIdleConnections
 		return c
 	}
@@ -287,9 +302,34 @@ func (c *client) warmUp(ctx context.Context, n int) error {
 	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
-	if c.smig != nil {
+	if c.awaitIdle {
 		return awaitIdle(ctx, c.smig)
 	}
+	return nil
+}
+
+// markWire starts the run's TCP counts: call it when the clock starts.
+func (c *client) markWire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wire0, c.wireErr = readTCPTotals(c.conns)
+}
+
+// wireCounts adds the TCP counts since markWire to counts, unless a
+// connection closed in between (its counters went with it).
+func (c *client) wireCounts(counts map[string]float64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, err := readTCPTotals(c.conns)
+	if err = errors.Join(c.wireErr, err); err != nil {
+		return err
+	}
+	d := now.sub(c.wire0)
+	counts["client_rx_bytes"] = float64(d.rxBytes)
+	counts["client_rx_segs"] = float64(d.rxSegs)
+	counts["client_tx_bytes"] = float64(d.txBytes)
+	counts["client_tx_segs"] = float64(d.txSegs)
+	counts["client_wire_bytes"] = float64(d.wireBytes())
 	return nil
 }
 
@@ -321,6 +361,9 @@ func (s *httpSession) Run(ctx context.Context, r *bench.Run) (bench.Result, erro
 		res.Counts = map[string]float64{}
 	}
 	res.Counts["connections"] = float64(c.dials.Load())
+	if werr := c.wireCounts(res.Counts); werr != nil {
+		res.Info["wire_counts"] = werr.Error()
+	}
 	smigCounts(&res, s.smig, before, c.smig)
 	return res, err
 }
@@ -331,6 +374,7 @@ func (s *httpSession) runAlone(ctx context.Context, c *client, sz sizes) (bench.
 			return bench.Result{}, err
 		}
 	}
+	c.markWire()
 	t0 := time.Now()
 	reused, err := c.get(ctx, objectPath(sz.size), sz.size, nil)
 	el := time.Since(t0)
@@ -363,6 +407,7 @@ func (s *httpSession) runDuring(ctx context.Context, c *client, sz sizes) (bench
 	var once sync.Once
 	bgDone := make(chan error, 1)
 	var bgTime time.Duration // written before bgDone is sent
+	c.markWire()
 	tBg := time.Now()
 	go func() {
 		_, err := c.get(bgCtx, objectPath(sz.background), sz.background, func(n int64) {
@@ -427,6 +472,7 @@ func (s *httpSession) runPage(ctx context.Context, c *client, page string, sz si
 			return bench.Result{}, err
 		}
 	}
+	c.markWire()
 	t0 := time.Now()
 	if _, err := c.get(ctx, pagePath(page), sz.html, nil); err != nil {
 		return bench.Result{}, err

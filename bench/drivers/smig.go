@@ -23,15 +23,21 @@ import (
 //	               default shunt's server sends same-urgency responses one
 //	               after the other, a head-of-line blocking of its own that
 //	               migration is not about; incremental ones share the link
+//	smig_pool      idle | ondemand (default idle): idle keeps one bound idle
+//	               connection and starts runs once it is ready (the talk's
+//	               "idle connection available"); ondemand opens one only when
+//	               a migration needs it, inside the timed part ("no idle
+//	               connection")
 type smigParams struct {
 	on       bool
 	policy   smig.Policy
 	lowat    int
 	complete bool
 	priority string
+	onDemand bool
 }
 
-var smigParamKeys = []string{"smig", "notsent_lowat", "background", "priority"}
+var smigParamKeys = []string{"smig", "notsent_lowat", "background", "priority", "smig_pool"}
 
 func parseSMigParams(p bench.Protocol, hp httpParams) (smigParams, error) {
 	var sp smigParams
@@ -56,6 +62,16 @@ func parseSMigParams(p bench.Protocol, hp httpParams) (smigParams, error) {
 		sp.lowat = n
 	}
 	sp.priority = p.Params["priority"]
+	switch v := p.Params["smig_pool"]; v {
+	case "", "idle":
+	case "ondemand":
+		if !sp.on {
+			return sp, &bench.FieldError{Field: "params.smig_pool", Value: v, Err: errors.New("needs params.smig")}
+		}
+		sp.onDemand = true
+	default:
+		return sp, &bench.FieldError{Field: "params.smig_pool", Value: v, Err: errors.New("want idle or ondemand")}
+	}
 	switch v := p.Params["background"]; v {
 	case "", "cancel":
 	case "complete":
@@ -155,5 +171,9 @@ func (sp smigParams) info() map[string]string {
 	if !sp.on {
 		return nil
 	}
-	return map[string]string{"client": "shunt smig.Transport (h2)", "smig_policy": sp.policy.String(), "smig_client_policy": sp.clientPolicy().String()}
+	pool := "idle"
+	if sp.onDemand {
+		pool = "ondemand"
+	}
+	return map[string]string{"client": "shunt smig.Transport (h2)", "smig_policy": sp.policy.String(), "smig_client_policy": sp.clientPolicy().String(), "smig_pool": pool}
 }

@@ -16,14 +16,20 @@ func TestSMigParamErrors(t *testing.T) {
 		{"http", map[string]string{"proto": "h2", "notsent_lowat": "-1"}, obj, `params.notsent_lowat "-1"`},
 		{"http", map[string]string{"proto": "h2", "server": "h2o", "notsent_lowat": "16384"}, obj, "set per socket by shunt's server only"},
 		{"http", map[string]string{"proto": "h2", "background": "forever"}, obj, `params.background "forever"`},
+		{"http", map[string]string{"proto": "h2", "smig": "migsw", "smig_pool": "none"}, obj, `params.smig_pool "none"`},
+		{"http", map[string]string{"proto": "h2", "smig_pool": "ondemand"}, obj, "needs params.smig"},
 	})
 	ok := map[string]string{"proto": "h2", "smig": "migcp:2M", "notsent_lowat": "16384", "background": "complete", "priority": "i"}
 	hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp := hp.smig; !sp.on || sp.clientPolicy().Threshold != 2<<20 || sp.serverExtras().smig.Policy.ServerSide() || sp.lowat != 16384 || !sp.complete || sp.priority != "i" {
+	if sp := hp.smig; !sp.on || sp.clientPolicy().Threshold != 2<<20 || sp.serverExtras().smig.Policy.ServerSide() || sp.lowat != 16384 || !sp.complete || sp.priority != "i" || sp.onDemand {
 		t.Errorf("params %v parsed as %+v", ok, hp.smig)
+	}
+	ok["smig_pool"] = "ondemand"
+	if hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok}); err != nil || !hp.smig.onDemand {
+		t.Errorf("params %v parsed as %+v, %v", ok, hp.smig, err)
 	}
 }
 
@@ -42,6 +48,7 @@ protocols:
   - {name: migsw, driver: http, params: {proto: h2, smig: "migsw:1M", background: complete}}
   - {name: migsp, driver: http, params: {proto: h2, smig: "migsp:100K", notsent_lowat: "16384", background: complete}}
   - {name: migcp, driver: http, params: {proto: h2, smig: "migcp:1M", background: complete}}
+  - {name: migsw-ondemand, driver: http, params: {proto: h2, smig: "migsw:1M", smig_pool: ondemand, background: complete}}
 objects:
   - {name: alone, size: 10KB}
   - {name: during, size: 10KB, background: 5MB, background_after: 300KB}
@@ -66,9 +73,18 @@ objects:
 		}
 		// The primary and the pooled idle connection; a migration takes the
 		// idle one, and the pool (size 1) opens its replacement on the next
-		// request, which the 10 KB object's is.
-		if c["connections"] != 2+want {
-			t.Errorf("%s/%s: %v connections, want %v", rec.Protocol.Name, rec.Object.Name, c["connections"], 2+want)
+		// request, which the 10 KB object's is. On demand, the pool is empty
+		// until the server asks for a connection to migrate to.
+		wantConns, wantAsked := 2+want, 0.0
+		if rec.Protocol.Name == "migsw-ondemand" {
+			wantConns, wantAsked = 1+want, want
+		}
+		if c["connections"] != wantConns || c["smig_conn_requests"] != wantAsked {
+			t.Errorf("%s/%s: %v connections, %v asked for by the server, want %v, %v", rec.Protocol.Name, rec.Object.Name, c["connections"], c["smig_conn_requests"], wantConns, wantAsked)
+		}
+		// The client's sockets carried the objects' bodies at least.
+		if body := map[string]float64{"alone": 10e3, "during": 5e6 + 10e3}[rec.Object.Name]; !(c["client_rx_bytes"] >= body && c["client_wire_bytes"] > c["client_rx_bytes"]) {
+			t.Errorf("%s/%s: client received %v payload bytes (%v on the wire), want at least %v", rec.Protocol.Name, rec.Object.Name, c["client_rx_bytes"], c["client_wire_bytes"], body)
 		}
 		if rec.Object.Name == "during" && !(rec.Metrics["large_time"] > rec.Metrics["time"]) {
 			t.Errorf("%s: large object %v s, small %v s", rec.Protocol.Name, rec.Metrics["large_time"], rec.Metrics["time"])
