@@ -27,12 +27,16 @@ type Cell struct {
 	Unit   string  `json:"unit"`
 	// Reference is the published figure for this cell, if the scenario has one.
 	Reference *Reference `json:"reference,omitempty"`
+	// From names the protocol whose cell a derived (BestOf) row shows.
+	From string `json:"from,omitempty"`
 }
 
 // Summary is what --json writes.
 type Summary struct {
 	Scenario string `json:"scenario"`
 	Cells    []Cell `json:"cells"`
+	// Comparisons set protocols against the scenario's BestOf rows.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 }
 
 // Summarize computes p25/p50/p75 per cell from run records (one per run ID is
@@ -102,15 +106,10 @@ func Summarize(s *Scenario, recs []*Record) Summary {
 			sort.Float64s(a.vals)
 			c.P25, c.P50, c.P75 = Quantile(a.vals, 0.25), Quantile(a.vals, 0.5), Quantile(a.vals, 0.75)
 		}
-		for i := range s.Reference {
-			if s.Reference[i].Matches(l) {
-				ref := s.Reference[i]
-				c.Reference = &ref
-				break
-			}
-		}
+		c.Reference = s.referenceFor(l)
 		out.Cells = append(out.Cells, c)
 	}
+	deriveBestOf(s, &out)
 	order := scenarioOrder(s)
 	sort.Slice(out.Cells, func(i, j int) bool { return order.less(out.Cells[i].Labels, out.Cells[j].Labels) })
 	return out
@@ -141,7 +140,14 @@ func scenarioOrder(s *Scenario) order {
 		o.cond[c.Name] = i + 1
 	}
 	for i, p := range s.Protocols {
-		o.proto[p.Name] = i + 1
+		o.proto[p.Name] = 2 * (i + 1) // odd places are for BestOf rows
+	}
+	for _, b := range s.BestOf {
+		last := 0
+		for _, p := range b.Protocols {
+			last = max(last, o.proto[p])
+		}
+		o.proto[b.Name] = last + 1 // right after its last member
 	}
 	for i, ob := range s.Objects {
 		o.obj[ob.Name] = i + 1

@@ -65,8 +65,11 @@ type Client struct {
 	Cache *estimate.Cache
 	// PingInterval is the HTTP/2 PING period per path; default 100 ms.
 	PingInterval time.Duration
-	// PathTimeout declares a path down when a PING stays unanswered this
-	// long; default 3 s.
+	// PathTimeout is the floor of the path-down timeout: a path is down
+	// once its PING is unanswered and no frame at all has arrived for
+	// max(PathTimeout, 4 x its smoothed PING RTT), so a path still
+	// delivering DATA is never taken down for a late PING ACK. It also
+	// bounds the h2c probe when dialing. Default 3 s.
 	PathTimeout time.Duration
 	DialTimeout time.Duration // default 15 s
 

@@ -34,6 +34,18 @@ type pathConn struct {
 	h1    *http.Transport
 	proto string       // "h2", "h2c" or "http/1.1"
 	data  atomic.Int64 // DATA payload bytes received on the h2 connection
+	// last is when the h2 connection last received a frame of any type, as
+	// time since epoch (keeping the monotonic clock); 0 none yet.
+	epoch time.Time
+	last  atomic.Int64
+}
+
+// lastFrame is when the h2 connection last received a frame; zero if never.
+func (pc *pathConn) lastFrame() time.Time {
+	if n := pc.last.Load(); n > 0 {
+		return pc.epoch.Add(time.Duration(n))
+	}
+	return time.Time{}
 }
 
 func (pc *pathConn) dead() bool {
@@ -91,7 +103,7 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 	if c.conns == nil {
 		c.conns = make(map[connKey]*pathConn)
 	}
-	pc := &pathConn{ready: make(chan struct{})}
+	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now()}
 	c.conns[k] = pc
 	go func() {
 		defer close(pc.ready)
@@ -161,7 +173,11 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		pc.proto = "h2c"
 	}
 	cfg := h2.Config{Trace: func(dir h2.Direction, f http2.Frame) {
-		if df, ok := f.(*http2.DataFrame); ok && dir == h2.Recv {
+		if dir != h2.Recv {
+			return
+		}
+		pc.last.Store(int64(max(time.Since(pc.epoch), 1)))
+		if df, ok := f.(*http2.DataFrame); ok {
 			pc.data.Add(int64(df.Length))
 		}
 	}}
@@ -175,10 +191,12 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		return err
 	}
 	if u.Scheme == "http" && c.Proto == "" {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		// A server that sent any valid frame speaks HTTP/2 even if the PING
+		// ACK is late: it may queue behind other traffic on a loaded link.
+		pctx, cancel := context.WithTimeout(ctx, c.pathTimeout())
 		_, err := cc.Conn().Ping(pctx)
 		cancel()
-		if err != nil {
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && !pc.lastFrame().IsZero()) {
 			cc.Close()
 			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
 			return nil
@@ -235,5 +253,13 @@ func (pc *pathConn) roundTrip(req *http.Request, window int64) (*http.Response, 
 	return res, h2.StreamOf(res), nil
 }
 
-// errPathTimeout: a path's PING went unanswered for Client.PathTimeout.
-var errPathTimeout = errors.New("PING unanswered")
+// errPathTimeout: a path's PING went unanswered and no frame arrived for
+// its timeout (liveness).
+var errPathTimeout = errors.New("PING unanswered and no frame received")
+
+func (c *Client) pathTimeout() time.Duration {
+	if c.PathTimeout > 0 {
+		return c.PathTimeout
+	}
+	return defaultPathTimeout
+}

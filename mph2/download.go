@@ -2,7 +2,6 @@ package mph2
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -422,8 +421,9 @@ func bodyRange(res *http.Response) (first, size int64, err error) {
 }
 
 // watchPath waits for path p's connection, then (HTTP/2) sends a PING every
-// PingInterval: each answer is an RTT sample and the scheduler's clock tick;
-// one unanswered for PathTimeout, or a dead connection, takes the path down.
+// PingInterval once the last one is answered: each answer is an RTT sample
+// and the scheduler's clock tick. A dead connection, or the liveness rule
+// (PING unanswered and no frame at all for its timeout), takes the path down.
 func (d *download) watchPath(p int) {
 	defer d.wg.Done()
 	pc := d.conns[p]
@@ -439,16 +439,19 @@ func (d *download) watchPath(p int) {
 	if pc.h2 == nil {
 		return
 	}
-	interval, timeout := d.c.PingInterval, d.c.PathTimeout
+	interval := d.c.PingInterval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
-	if timeout <= 0 {
-		timeout = 3 * time.Second
-	}
+	live := newLiveness(d.c.PathTimeout)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	conn := pc.h2.Conn()
+	type pong struct {
+		rtt time.Duration
+		err error
+	}
+	pongs := make(chan pong, 1) // one PING at a time: its sender never blocks
 	for {
 		select {
 		case <-d.ctx.Done():
@@ -456,24 +459,31 @@ func (d *download) watchPath(p int) {
 		case <-conn.Done():
 			d.send(event{kind: evPathDown, path: p, err: fmt.Errorf("connection closed: %v", conn.Err())})
 			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(d.ctx, timeout)
-		rtt, err := conn.Ping(ctx)
-		cancel()
-		switch {
-		case err == nil:
-			if !d.send(event{kind: evRTT, path: p, rtt: rtt}) {
+		case pg := <-pongs:
+			if pg.err != nil {
+				if d.ctx.Err() == nil {
+					d.send(event{kind: evPathDown, path: p, err: pg.err})
+				}
 				return
 			}
-		case d.ctx.Err() != nil:
-			return
-		default:
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("%w for %v", errPathTimeout, timeout)
+			live.answered(pg.rtt)
+			if !d.send(event{kind: evRTT, path: p, rtt: pg.rtt}) {
+				return
 			}
-			d.send(event{kind: evPathDown, path: p, err: err})
-			return
+		case now := <-t.C:
+			switch {
+			case live.pingSent.IsZero():
+				live.sent(now)
+				d.wg.Add(1)
+				go func() {
+					defer d.wg.Done()
+					rtt, err := conn.Ping(d.ctx) // ends with the download or the connection
+					pongs <- pong{rtt, err}
+				}()
+			case live.down(now, pc.lastFrame()):
+				d.send(event{kind: evPathDown, path: p, err: fmt.Errorf("%w for %v", errPathTimeout, live.timeout())})
+				return
+			}
 		}
 	}
 }

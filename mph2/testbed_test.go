@@ -26,18 +26,24 @@ const tbSize = 4_000_000 // /gen/4MB
 
 func newTwoPath(t *testing.T) *testbed.Net {
 	t.Helper()
+	return newTestbed(t, "NewTwoPath", testbed.NewTwoPath)
+}
+
+// newTestbed builds the wifi and cell paths above with topology build.
+func newTestbed(t *testing.T, name string, build func(context.Context, testbed.PathSpec, testbed.PathSpec, testbed.Options) (*testbed.Net, error)) *testbed.Net {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds network namespaces and TUN devices (testbed.NewTwoPath)")
+		t.Skipf("needs root: builds network namespaces and TUN devices (testbed.%s)", name)
 	}
 	link := func(rate float64, d time.Duration) netem.LinkConfig { return netem.LinkConfig{RateBps: rate, Delay: d} }
 	ctx, cancel := context.WithCancel(context.Background())
-	n, err := testbed.NewTwoPath(ctx,
+	n, err := build(ctx,
 		testbed.PathSpec{Name: "wifi", Up: link(10e6, 14*time.Millisecond), Down: link(10e6, 14*time.Millisecond)},
 		testbed.PathSpec{Name: "cell", Up: link(5e6, 32*time.Millisecond), Down: link(5e6, 32*time.Millisecond)},
 		testbed.Options{})
 	if err != nil {
 		cancel()
-		t.Fatalf("NewTwoPath: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	t.Cleanup(func() { n.Close(); cancel() })
 	return n
@@ -58,8 +64,14 @@ func clientPaths(n *testbed.Net) []Path {
 // serveShunt runs shunt's server (handler h) in the server namespace.
 func serveShunt(t *testing.T, n *testbed.Net, h http.Handler, port int) string {
 	t.Helper()
-	addr := net.JoinHostPort(n.Paths[0].ServerAddr.String(), fmt.Sprint(port))
-	ln, err := n.Servers[0].Listen("tcp", addr, testbed.SockOpts{CC: "cubic"})
+	return serveShuntOn(t, n.Paths[0], h, port)
+}
+
+// serveShuntOn runs shunt's server (handler h) on the server path p reaches.
+func serveShuntOn(t *testing.T, p testbed.Path, h http.Handler, port int) string {
+	t.Helper()
+	addr := net.JoinHostPort(p.ServerAddr.String(), fmt.Sprint(port))
+	ln, err := p.Server.Listen("tcp", addr, testbed.SockOpts{CC: "cubic"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,4 +192,51 @@ func TestTwoPathRangesRefused(t *testing.T) {
 		t.Fatalf("the server's 200s went unnoticed: %+v", res)
 	}
 	t.Logf("ranges refused: %v, paths %+v", res.Total, res.Paths)
+}
+
+// TestMultiHomed: each path resolves the URL's host on its own (here by its
+// address mapping) and reaches its own server, as MP-H2 §5.5's MP-H2+MH.
+// Both servers hold the same objects; each must have served its path only.
+func TestMultiHomed(t *testing.T) {
+	n := newTestbed(t, "NewMultiHomed", testbed.NewMultiHomed)
+	if len(n.Servers) != 2 || n.Paths[0].ServerAddr == n.Paths[1].ServerAddr {
+		t.Fatalf("want two servers, one per path: %+v", n.Paths)
+	}
+	const host, port = "cdn.example", 8092
+	hd := genHandler(t)
+	var mu sync.Mutex
+	clients := make([]map[string]int, len(n.Paths)) // per server: requests by client address
+	var paths []Path
+	for i, p := range n.Paths {
+		clients[i] = map[string]int{}
+		serveShuntOn(t, p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Host != fmt.Sprintf("%s:%d", host, port) {
+				http.Error(w, "wrong :authority "+r.Host, http.StatusBadRequest)
+				return
+			}
+			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+			mu.Lock()
+			clients[i][ip]++
+			mu.Unlock()
+			hd.ServeHTTP(w, r)
+		}), port)
+		cp := clientPaths(n)[i]
+		cp.Map = map[string]string{host: p.ServerAddr.String()} // the URL's port is kept
+		paths = append(paths, cp)
+	}
+	c := &Client{Paths: paths}
+	defer c.Close()
+	res, _ := fetchAll(t, c, fmt.Sprintf("http://%s:%d/gen/4MB", host, port), tbSize, Options{})
+	t.Logf("multi-homed: %v, paths %+v", res.Total, res.Paths)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range n.Paths {
+		if res.Paths[i].Delivered == 0 || res.Paths[i].Down {
+			t.Errorf("path %s: delivered %d, down %v (%s)", p.Name, res.Paths[i].Delivered, res.Paths[i].Down, res.Paths[i].Err)
+		}
+		want := map[string]int{p.ClientAddr.String(): res.Paths[i].Requests}
+		if fmt.Sprint(clients[i]) != fmt.Sprint(want) {
+			t.Errorf("server %s (path %s) saw requests %v, want %v", p.ServerAddr, p.Name, clients[i], want)
+		}
+	}
 }

@@ -100,6 +100,9 @@ func FormatCell(c bench.Cell) string {
 		return fmt.Sprintf("- (%d errors)", c.Errors)
 	}
 	s := fmt.Sprintf("%s [%s-%s] n=%d", sec(c.P50), sec(c.P25), sec(c.P75), c.N)
+	if c.From != "" {
+		s += " = " + c.From // a best_of row names the protocol it stands for
+	}
 	if c.Errors > 0 {
 		s += fmt.Sprintf(" (%d errors)", c.Errors)
 	}
@@ -240,6 +243,9 @@ func WriteTable(w io.Writer, sc *bench.Scenario, sum bench.Summary, recs []*benc
 		}
 		for _, k := range sortedKeys(facts.Condition[g.Condition]) {
 			fmt.Fprintf(w, "  network %s: %s\n", k, strings.Join(facts.Condition[g.Condition][k], "; "))
+		}
+		for _, l := range comparisonLines(sum, g.Condition) {
+			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 	fmt.Fprintln(w)

@@ -61,8 +61,9 @@ func init() { bench.Drivers.Register("mph2", mph2Driver{}) }
 // before the timed download (the paper uses persistent connections); MP-H2
 // rows open them with Client.Connect, which exchanges a PING on each.
 // Metrics: time (request to last byte), ideal (Equation 1 with the
-// condition's link rates and RTTs, multipath.IdealTime). Counts: bytes and
-// requests per path, tail_bytes.
+// condition's link rates and RTTs, multipath.IdealTime). Counts: bytes,
+// requests, bytes received (tail included) and the last byte's time per
+// path, tail_bytes.
 type mph2Driver struct{}
 
 type mph2Params struct {
@@ -400,6 +401,10 @@ func (s *mph2Session) runMPH2(ctx context.Context, size int64, timed func() erro
 	for _, p := range res.Paths {
 		out.Counts["bytes_"+p.Name] = float64(p.Delivered)
 		out.Counts["requests_"+p.Name] = float64(p.Requests)
+		out.Counts["received_"+p.Name] = float64(p.Received)
+		// When each path finished tells a path that holds the download back
+		// (MP-H2 §5.8) from one that was merely slow.
+		out.Counts["last_data_s_"+p.Name] = p.LastData.Seconds()
 		out.Info["proto_"+p.Name] = p.Proto
 		out.Info["server_"+p.Name] = serverOf[p.Name]
 		if p.Down {
