@@ -41,6 +41,13 @@ type Scenario struct {
 	Reference []Reference `yaml:"reference,omitempty" json:"reference,omitempty"`
 	// Notes are printed under the table (what was chosen where a paper is silent).
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
+	// Plots and Waterfalls ask the report for figures beyond its
+	// per-condition ones (see plotspec.go).
+	Plots      []PlotSpec     `yaml:"plots,omitempty" json:"plots,omitempty"`
+	Waterfalls *WaterfallSpec `yaml:"waterfalls,omitempty" json:"waterfalls,omitempty"`
+	// BestOf derives rows that stand for the best of a family of protocols
+	// (see bestof.go).
+	BestOf []BestOf `yaml:"best_of,omitempty" json:"best_of,omitempty"`
 }
 
 // Condition is one named network setup, built once for all of its runs.
@@ -251,6 +258,8 @@ func (s *Scenario) Validate() error {
 			add(fieldErr(fmt.Sprintf("objects[%d].background_after", i), o.BackgroundAfter, "needs background"))
 		}
 	}
+	errs = append(errs, s.validateFigures()...)
+	errs = append(errs, s.validateBestOf()...)
 	sortErrs(errs)
 	return errors.Join(errs...)
 }

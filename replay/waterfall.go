@@ -9,6 +9,51 @@ import (
 	"time"
 )
 
+// Phase is a stretch of a waterfall row.
+type Phase uint8
+
+// Phases of a download, then the one of a computation.
+const (
+	Queued    Phase = iota // ready, waiting for a connection or stream
+	Waiting                // requested, waiting for the first byte
+	Receiving              // the body arrives
+	Computing
+)
+
+// Span is one phase of a row, from From to To.
+type Span struct {
+	Phase    Phase
+	From, To time.Duration
+}
+
+// Row is one line of a waterfall: a download or a computation.
+type Row struct {
+	ID, Kind    string // Kind: the MIME type, or "comp TYPE"
+	Size        int64  // bytes the page says the object has; 0 for computations
+	Comp        bool
+	Start, Done time.Duration
+	Spans       []Span // in time order
+}
+
+// Rows lists a load's downloads and computations in the order they started,
+// each cut into its phases: what both the text and the graphic waterfalls draw.
+func (r *Result) Rows() []Row {
+	rows := make([]Row, 0, len(r.Objects)+len(r.Comps))
+	for _, o := range r.Objects {
+		rows = append(rows, Row{ID: o.ID, Kind: o.MIME, Size: o.Size, Start: o.Ready, Done: o.Done,
+			Spans: []Span{{Queued, o.Ready, o.Request}, {Waiting, o.Request, o.FirstByte}, {Receiving, o.FirstByte, o.Done}}})
+	}
+	for _, c := range r.Comps {
+		rows = append(rows, Row{ID: c.ID, Kind: "comp " + c.Type, Comp: true, Start: c.Start, Done: c.Done,
+			Spans: []Span{{Computing, c.Start, c.Done}}})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
+	return rows
+}
+
+// phaseChar is how the text waterfall draws each phase.
+var phaseChar = [...]byte{Queued: '.', Waiting: '-', Receiving: '=', Computing: '#'}
+
 // WriteWaterfall draws a load as text: one row per download and per
 // computation, in the order they started, on a time axis width columns wide
 // from the load's start to its PLT. A download's bar shows '.' while it
@@ -18,25 +63,10 @@ func WriteWaterfall(out io.Writer, r *Result, width int) error {
 	if width < 20 {
 		width = 20
 	}
-	type row struct {
-		id, kind, size string
-		start, done    time.Duration
-		phases         [3]time.Duration // '.', '-', '=' start; computations use '#' from start
-		comp           bool
-	}
-	rows := make([]row, 0, len(r.Objects)+len(r.Comps))
-	for _, o := range r.Objects {
-		rows = append(rows, row{id: o.ID, kind: o.MIME, size: fmt.Sprint(o.Size), start: o.Ready, done: o.Done,
-			phases: [3]time.Duration{o.Ready, o.Request, o.FirstByte}})
-	}
-	for _, c := range r.Comps {
-		rows = append(rows, row{id: c.ID, kind: "comp " + c.Type, size: "", start: c.Start, done: c.Done, comp: true})
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].start < rows[j].start })
-
+	rows := r.Rows()
 	idw, kindw := len("id"), len("type")
 	for _, rw := range rows {
-		idw, kindw = max(idw, len(rw.id)), max(kindw, len(rw.kind))
+		idw, kindw = max(idw, len(rw.ID)), max(kindw, len(rw.Kind))
 	}
 	col := func(t time.Duration) int {
 		if r.PLT <= 0 || t <= 0 {
@@ -60,15 +90,17 @@ func WriteWaterfall(out io.Writer, r *Result, width int) error {
 		for i := range bar {
 			bar[i] = ' '
 		}
-		end := col(rw.done)
-		if rw.comp {
-			fill(bar, col(rw.start), end, '#')
-		} else {
-			for i, c := range []byte{'.', '-', '='} {
-				fill(bar, col(rw.phases[i]), end, c)
-			}
+		// A phase runs on to the row's end; the next one overwrites it, so
+		// a phase shorter than a column still shows where it starts.
+		end := col(rw.Done)
+		for _, s := range rw.Spans {
+			fill(bar, col(s.From), end, phaseChar[s.Phase])
 		}
-		fmt.Fprintf(b, "%-*s %-*s %9s |%s| %9.1f %9.1f\n", idw, rw.id, kindw, rw.kind, rw.size, bar, ms(rw.start), ms(rw.done))
+		size := ""
+		if !rw.Comp {
+			size = fmt.Sprint(rw.Size)
+		}
+		fmt.Fprintf(b, "%-*s %-*s %9s |%s| %9.1f %9.1f\n", idw, rw.ID, kindw, rw.Kind, size, bar, ms(rw.Start), ms(rw.Done))
 	}
 	fmt.Fprintf(b, "%s  . queued  - waiting for first byte  = receiving  # computing\n", strings.Repeat(" ", idw+kindw+11))
 	return b.Flush()

@@ -63,9 +63,22 @@ func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*bench.Re
 	if err := os.WriteFile(filepath.Join(dir, TableFile), table.Bytes(), 0o644); err != nil {
 		return nil, sum, nil, err
 	}
-	figs, err := WritePlots(filepath.Join(dir, PlotsDir), sum)
+	// The scenario's own plots (the paper's figures) come first.
+	figs, err := WriteLinePlots(filepath.Join(dir, PlotsDir), sc, sum)
 	if err != nil {
 		return nil, sum, nil, err
+	}
+	condFigs, err := WritePlots(filepath.Join(dir, PlotsDir), sum)
+	if err != nil {
+		return nil, sum, nil, err
+	}
+	figs = append(figs, condFigs...)
+	wf, err := WaterfallSection(filepath.Join(dir, PlotsDir), sc, recs)
+	if err != nil {
+		return nil, sum, nil, err
+	}
+	if wf != nil {
+		opt.Sections = append([]Section{*wf}, opt.Sections...)
 	}
 	now := time.Now
 	if opt.Now != nil {
@@ -106,6 +119,7 @@ type htmlGrid struct {
 	Header    []string
 	Rows      [][]string
 	Network   [][2]string
+	Compare   []string // best_of comparisons (comparisonLines)
 }
 
 // HTML renders the self-contained report page.
@@ -145,6 +159,7 @@ func HTML(d htmlData) ([]byte, error) {
 		for _, k := range sortedKeys(d.facts.Condition[g.Condition]) {
 			hg.Network = append(hg.Network, [2]string{k, fmt.Sprint(d.facts.Condition[g.Condition][k])})
 		}
+		hg.Compare = comparisonLines(d.Summary, g.Condition)
 		gs = append(gs, hg)
 	}
 	var protoFacts [][2]string
@@ -179,6 +194,7 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
 {{if .Network}}<table>{{range .Network}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{end}}
+{{with .Compare}}<ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
 <h2>Plots</h2>
 {{range .SVGs}}<figure>{{.}}</figure>{{end}}

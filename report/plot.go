@@ -109,18 +109,23 @@ func plotMetric(g *grid, metric string) (*plot.Plot, error) {
 	}
 	p.NominalX(g.Rows...)
 	p.Add(plotter.NewGrid())
-	// Times that span more than a decade (0.05 s alone, 8 s blocked) need a
-	// log axis, or the small ones all sit on zero.
+	scaleY(p, lo, hi)
+	p.X.Tick.Label.Rotation = 0
+	p.X.Tick.Label.Color = color.Black
+	p.Legend.TextStyle.XAlign = draw.XLeft
+	return p, nil
+}
+
+// scaleY starts the y axis at zero, unless the values (lo to hi) span more
+// than a decade (0.05 s alone, 8 s blocked): then the axis is logarithmic, or
+// the small ones would all sit on zero.
+func scaleY(p *plot.Plot, lo, hi float64) {
 	if lo > 0 && hi/lo > 20 {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	} else {
 		p.Y.Min = 0
 	}
-	p.X.Tick.Label.Rotation = 0
-	p.X.Tick.Label.Color = color.Black
-	p.Legend.TextStyle.XAlign = draw.XLeft
-	return p, nil
 }
 
 // WritePlots writes every figure as PNG and SVG into dir and returns them

@@ -16,6 +16,7 @@ import (
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/fetch"
 	"github.com/shunt-net/shunt/replay/site"
+	"github.com/shunt-net/shunt/smig"
 )
 
 func init() {
@@ -32,6 +33,8 @@ func init() {
 //	streams  HTTP/2 and HTTP/3 concurrent streams at most (default 100)
 //	compute  true | false (default false): run the graph's computations
 //	tls      true | false (default true; h3 always has it)
+//	smig     nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES] (h2 only):
+//	         HTTP/2 with SMig, a server policy in the server, migcp in the client
 //
 // Objects: a page by name: a Table IV page ("google", "mediafire") or a
 // graph or HAR file. Connections open during the load (cold), as pReplay's
@@ -41,15 +44,16 @@ type replayDriver struct{}
 type replayParams struct {
 	cfg     fetch.Config
 	compute bool
+	smig    smigParams
 }
 
 func parseReplayParams(p bench.Protocol) (replayParams, error) {
 	rp := replayParams{cfg: fetch.Config{Proto: p.Params["proto"], TLS: true}}
 	for k := range p.Params {
 		switch k {
-		case "proto", "conns", "streams", "compute", "tls":
+		case "proto", "conns", "streams", "compute", "tls", "smig":
 		default:
-			return rp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver replay (want proto, conns, streams, compute, tls)")}
+			return rp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver replay (want proto, conns, streams, compute, tls, smig)")}
 		}
 	}
 	ints := []struct {
@@ -77,6 +81,18 @@ func parseReplayParams(p bench.Protocol) (replayParams, error) {
 			}
 			*b.dst = x
 		}
+	}
+	if v, ok := p.Params["smig"]; ok {
+		pol, err := smig.ParsePolicy(v)
+		if err != nil {
+			return rp, &bench.FieldError{Field: "params.smig", Value: v, Err: err}
+		}
+		if rp.cfg.Proto != fetch.H2 {
+			return rp, &bench.FieldError{Field: "params.smig", Value: v, Err: errors.New("SMig needs proto h2")}
+		}
+		rp.smig = smigParams{on: true, policy: pol}
+		cp := rp.smig.clientPolicy()
+		rp.cfg.SMig = &cp
 	}
 	// Validate with a placeholder address: the real one is known at Start.
 	probe := rp.cfg
@@ -133,6 +149,7 @@ func (replayDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol)
 		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
 		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
 		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
+		SMig:         rp.smig.serverExtras().smig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("page server: %w", err)
@@ -159,7 +176,11 @@ type replaySession struct {
 }
 
 func (s *replaySession) Info() map[string]string {
-	return map[string]string{"client": "shunt replay/fetch (" + s.p.cfg.Proto + ")", "server": "shunt (replay/site)", "server_cc": serverCC + " (per socket)"}
+	info := map[string]string{"client": "shunt replay/fetch (" + s.p.cfg.Proto + ")", "server": "shunt (replay/site)", "server_cc": serverCC + " (per socket)"}
+	for k, v := range s.p.smig.info() {
+		info[k] = v
+	}
+	return info
 }
 
 func (s *replaySession) Close() error { return s.srv.Close() }
@@ -196,7 +217,7 @@ func (s *replaySession) Run(ctx context.Context, r *bench.Run) (bench.Result, er
 	}
 	return bench.Result{
 		Metrics: map[string]float64{"plt": res.PLT.Seconds()},
-		Counts:  map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns())},
+		Counts:  map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())},
 		Info:    map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "load": string(load)},
 		Sock:    so,
 	}, nil

@@ -19,12 +19,13 @@ import (
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/fetch"
 	"github.com/shunt-net/shunt/replay/site"
+	"github.com/shunt-net/shunt/smig"
 	"github.com/shunt-net/shunt/testbed"
 )
 
 var replayCmd = &Command{
 	Name:  "replay",
-	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--compute] [--tls=false] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
+	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
 	Short: "load a page's dependency graph once over HTTP/1.1, HTTP/2 or HTTP/3 and draw its waterfall",
 }
 
@@ -60,6 +61,7 @@ type replayConfig struct {
 	Streams   int    `json:"streams,omitempty"`
 	TLS       bool   `json:"tls"`
 	Compute   bool   `json:"compute"`
+	SMig      string `json:"smig,omitempty"`
 	Server    string `json:"server"` // URL, "loopback" or "emulated"
 	Up        string `json:"link_up,omitempty"`
 	Down      string `json:"link_down,omitempty"`
@@ -82,6 +84,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	width := fs.Int("width", 80, "waterfall width in columns")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on the load after this long")
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated links' loss")
+	smigText := fs.String("smig", "", "`POLICY` (h2 only): HTTP/2 with SMig, nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES]; a server policy runs in the server, migcp in the client")
 	browserMode := fs.Bool("browser", false, "load the page's generated site (replay/browser) in headless Chromium instead of walking its graph; --proto h1 disables HTTP/2")
 	lf := addLinkFlags(fs)
 	// Go's flag package stops at the first argument, so PAGE may come first.
@@ -113,7 +116,23 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if cfg.Proto == fetch.H3 {
 		cfg.TLS = true
 	}
-	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p)}
+	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p), SMig: *smigText}
+	var smigSrv *smig.Server // the server's SMig when it is ours
+	if *smigText != "" {
+		pol, err := smig.ParsePolicy(*smigText)
+		if err != nil {
+			return fmt.Errorf("--smig: %w", err)
+		}
+		if cfg.Proto != fetch.H2 || *browserMode {
+			return errors.New("--smig needs --proto h2 and the replay (not --browser)")
+		}
+		smigSrv, cfg.SMig = &smig.Server{}, &smig.Policy{}
+		if pol.ServerSide() {
+			smigSrv.Policy = pol
+		} else {
+			cfg.SMig = &pol
+		}
+	}
 	handler, bs, err := replayHandler(p, *browserMode, *compute)
 	if err != nil {
 		return err
@@ -154,7 +173,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		srvNS, path := n.Servers[0], n.Paths[0]
 		so := testbed.SockOpts{CC: replayCC}
 		srv, err := startReplayServer(handler, cfg.TLS, net.JoinHostPort(path.ServerAddr.String(), fmt.Sprint(replayPort)),
-			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket)
+			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket, smigSrv)
 		if err != nil {
 			return err
 		}
@@ -168,7 +187,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		command = n.Client.Command
 		rc.Server, rc.Up, rc.Down, rc.Seed, rc.TCPCC = "emulated", up.String(), down.String(), *seed, replayCC
 	default:
-		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil)
+		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil, smigSrv)
 		if err != nil {
 			return err
 		}
@@ -200,6 +219,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rc.Conns = 0
 	}
 	fmt.Fprintf(stdout, "%s over %s (%s), %d connection(s), server %s\n", p.Name, rc.Label, f.Protocol(), f.Conns(), rc.Server)
+	if cfg.SMig != nil {
+		fmt.Fprintf(stdout, "SMig %s: %d response(s) migrated\n", *smigText, f.Migrated())
+	}
 	if err := replay.WriteWaterfall(stdout, r, *width); err != nil {
 		return err
 	}
@@ -211,10 +233,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// startReplayServer serves h (TCP, and HTTP/3 on UDP when it has TLS).
-func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error)) (*site.Running, error) {
+// startReplayServer serves h (TCP, and HTTP/3 on UDP when it has TLS), with
+// SMig on HTTP/2 when ss is not nil.
+func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error), ss *smig.Server) (*site.Running, error) {
 	return site.Serve(site.ServeConfig{Handler: h, Addr: addr, TLS: useTLS, H3: useTLS, CC: replayCC,
-		Listen: listen, ListenPacket: listenPacket})
+		Listen: listen, ListenPacket: listenPacket, SMig: ss})
 }
 
 // trustServer points the client at srv and trusts its certificate only.

@@ -32,6 +32,7 @@ import (
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/site"
+	"github.com/shunt-net/shunt/smig"
 )
 
 // Protocols a Fetcher speaks.
@@ -64,12 +65,19 @@ type Config struct {
 	// ListenUDP opens the UDP socket of the QUIC connection (H3); nil: any
 	// local port.
 	ListenUDP func() (net.PacketConn, error)
+	// SMig makes H2 an SMig client (smig.Transport) with this policy; the
+	// client applies only MigCP, a server policy runs in the server (serve
+	// with site.ServeConfig.SMig). nil: plain HTTP/2.
+	SMig *smig.Policy
 }
 
 // Label is the transport as figures name it: h1-6, h2-100, h3-100.
 func (c Config) Label() string {
 	if c.Proto == H1 {
 		return fmt.Sprintf("%s-%d", c.Proto, c.Conns)
+	}
+	if c.SMig != nil {
+		return fmt.Sprintf("%s-%d-smig", c.Proto, c.Streams)
 	}
 	return fmt.Sprintf("%s-%d", c.Proto, c.Streams)
 }
@@ -95,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Addr == "" {
 		return c, errors.New("no server address")
+	}
+	if c.SMig != nil && c.Proto != H2 {
+		return c, fmt.Errorf("SMig (%s) needs protocol h2, not %s", c.SMig, c.Proto)
 	}
 	if c.Proto == H3 {
 		c.TLS = true
@@ -147,6 +158,9 @@ func New(cfg Config) (*Fetcher, error) {
 		f.tr, f.free = newH1(cfg), cfg.Conns
 	case H2:
 		f.tr, f.free = newH2(cfg), cfg.Streams
+		if cfg.SMig != nil {
+			f.tr = newSMig(cfg)
+		}
 	case H3:
 		f.tr, f.free = newH3(cfg), cfg.Streams
 	}

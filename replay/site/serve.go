@@ -14,7 +14,9 @@ import (
 
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/server"
+	"github.com/shunt-net/shunt/smig"
 )
 
 // ServeConfig says how to run a page server: shunt's server (HTTP/1.1, h2,
@@ -30,6 +32,8 @@ type ServeConfig struct {
 	Listen       func(network, addr string) (net.Listener, error)
 	ListenPacket func(network, addr string) (net.PacketConn, error)
 	ErrorLog     *log.Logger
+	// SMig runs HTTP/2 with SMig (its policy and bindings); nil: plain HTTP/2.
+	SMig *smig.Server
 }
 
 // Running is a page server that runs until Close.
@@ -92,6 +96,15 @@ func Serve(cfg ServeConfig) (*Running, error) {
 		go func() { r.done <- r.h3.Serve(pc) }()
 	}
 	r.srv = &server.Server{Handler: h, TLS: cfg.TLS, TLSConfig: tlsConf, CC: cfg.CC, ErrorLog: cfg.ErrorLog}
+	if cfg.SMig != nil {
+		if cfg.ErrorLog != nil {
+			cfg.SMig.Logf = cfg.ErrorLog.Printf
+		}
+		r.srv.H2 = &h2.Server{Handler: cfg.SMig.Wrap(h), Config: cfg.SMig.Config(h2.Config{})}
+		// Session tickets carry SMig's lineage, or no TLS connection could
+		// join a client's binding.
+		r.srv.WrapTLS = cfg.SMig.TLSConfig
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	r.n++
