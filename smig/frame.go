@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"golang.org/x/net/http2"
 )
@@ -79,4 +80,41 @@ type FrameError struct {
 
 func (e *FrameError) Error() string {
 	return fmt.Sprintf("smig: %v frame 0x%x: %s", e.Code, uint8(e.Type), e.Msg)
+}
+
+// Describe renders an SMig frame for a frame trace, as x/net/http2 renders
+// its own ("MIGRATION flags=ACK stream=3 len=16 cid=… dest_stream=2"); ok
+// is false for a frame type SMig does not define.
+func Describe(h http2.FrameHeader, payload []byte) (s string, ok bool) {
+	var name, body string
+	switch h.Type {
+	case FrameMigration:
+		name = "MIGRATION"
+		if m, err := ParseMigration(h.Flags, h.StreamID, payload); err != nil {
+			body = err.Error()
+		} else {
+			body = fmt.Sprintf("cid=%v dest_stream=%d", m.CID, m.Stream)
+		}
+	case FrameConnectionID:
+		name = "CONNECTION_ID"
+		if c, err := ParseConnectionID(h.Flags, h.StreamID, payload); err != nil {
+			body = err.Error()
+		} else {
+			body = fmt.Sprintf("cid=%v token=%v", c.CID, c.Token)
+		}
+	default:
+		return "", false
+	}
+	var flags []string
+	if h.Flags&FlagAck != 0 {
+		flags = append(flags, "ACK")
+	}
+	if h.Flags&FlagEndStream != 0 {
+		flags = append(flags, "END_STREAM")
+	}
+	s = name
+	if len(flags) > 0 {
+		s += " flags=" + strings.Join(flags, "|")
+	}
+	return fmt.Sprintf("%s stream=%d len=%d %s", s, h.StreamID, h.Length, body), true
 }

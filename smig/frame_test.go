@@ -3,6 +3,7 @@ package smig
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -87,4 +88,23 @@ func FuzzParseConnectionID(f *testing.F) {
 			t.Fatalf("re-encoding %x gave %x", p, b)
 		}
 	})
+}
+
+func TestDescribe(t *testing.T) {
+	var cid CID
+	cid[0] = 0xab
+	m := Migration{Flags: FlagAck | FlagEndStream, StreamID: 3, CID: cid, Stream: 2}
+	h := http2.FrameHeader{Type: FrameMigration, Flags: m.Flags, StreamID: 3, Length: uint32(m.Length())}
+	got, ok := Describe(h, m.Append(nil))
+	want := "MIGRATION flags=ACK|END_STREAM stream=3 len=16 cid=" + cid.String() + " dest_stream=2"
+	if !ok || got != want {
+		t.Errorf("Describe(migration) = %q, %v; want %q", got, ok, want)
+	}
+	// A malformed payload is still named, with the reason.
+	if got, ok := Describe(http2.FrameHeader{Type: FrameConnectionID, Length: 3}, []byte{1, 2, 3}); !ok || !strings.HasPrefix(got, "CONNECTION_ID stream=0 len=3 ") || !strings.Contains(got, "payload of 3 bytes") {
+		t.Errorf("Describe(short CONNECTION_ID) = %q, %v", got, ok)
+	}
+	if _, ok := Describe(http2.FrameHeader{Type: 0x20}, nil); ok {
+		t.Error("Describe named a frame type SMig does not define")
+	}
 }

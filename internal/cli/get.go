@@ -520,6 +520,10 @@ func describeFrame(f http2.Frame) string {
 		if d := f.DebugData(); len(d) > 0 {
 			s += fmt.Sprintf(" debug=%q", d)
 		}
+	case *http2.UnknownFrame:
+		if d, ok := smig.Describe(f.FrameHeader, f.Payload()); ok {
+			s = d
+		}
 	case *http2.MetaHeadersFrame:
 		for _, hf := range f.Fields {
 			s += fmt.Sprintf("\n            %s: %s", hf.Name, hf.Value)
