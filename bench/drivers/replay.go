@@ -31,6 +31,10 @@ func init() {
 //	proto    h1 | h2 | h3
 //	conns    HTTP/1.1 connections at most (default 6)
 //	streams  HTTP/2 and HTTP/3 concurrent streams at most (default 100)
+//	schedule interleaved | sequential (h2, h3; default interleaved): how the
+//	         server shares the connection between responses (fetch.Schedule)
+//	pacing   true | false (default false): the server paces its TCP sockets
+//	         (Linux's internal pacing), as quic-go paces QUIC
 //	compute  true | false (default false): run the graph's computations
 //	tls      true | false (default true; h3 always has it)
 //	smig     nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES] (h2 only):
@@ -44,16 +48,17 @@ type replayDriver struct{}
 type replayParams struct {
 	cfg     fetch.Config
 	compute bool
+	pacing  bool
 	smig    smigParams
 }
 
 func parseReplayParams(p bench.Protocol) (replayParams, error) {
-	rp := replayParams{cfg: fetch.Config{Proto: p.Params["proto"], TLS: true}}
+	rp := replayParams{cfg: fetch.Config{Proto: p.Params["proto"], Schedule: p.Params["schedule"], TLS: true}}
 	for k := range p.Params {
 		switch k {
-		case "proto", "conns", "streams", "compute", "tls", "smig":
+		case "proto", "conns", "streams", "schedule", "pacing", "compute", "tls", "smig":
 		default:
-			return rp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver replay (want proto, conns, streams, compute, tls, smig)")}
+			return rp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver replay (want proto, conns, streams, schedule, pacing, compute, tls, smig)")}
 		}
 	}
 	ints := []struct {
@@ -72,7 +77,7 @@ func parseReplayParams(p bench.Protocol) (replayParams, error) {
 	bools := []struct {
 		key string
 		dst *bool
-	}{{"compute", &rp.compute}, {"tls", &rp.cfg.TLS}}
+	}{{"compute", &rp.compute}, {"pacing", &rp.pacing}, {"tls", &rp.cfg.TLS}}
 	for _, b := range bools {
 		if v, ok := p.Params[b.key]; ok {
 			x, err := strconv.ParseBool(v)
@@ -97,9 +102,11 @@ func parseReplayParams(p bench.Protocol) (replayParams, error) {
 	// Validate with a placeholder address: the real one is known at Start.
 	probe := rp.cfg
 	probe.Addr = "0.0.0.0:1"
-	if _, err := fetch.New(probe); err != nil {
+	f, err := fetch.New(probe)
+	if err != nil {
 		return rp, &bench.FieldError{Field: "params", Err: err}
 	}
+	rp.cfg.Schedule = f.Config().Schedule // the default, named in Info
 	return rp, nil
 }
 
@@ -145,7 +152,7 @@ func (replayDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol)
 	srvHost := env.Net.Servers()[0]
 	so := bench.SockOpts{CC: serverCC}
 	s.srv, err = site.Serve(site.ServeConfig{
-		Handler: h, Addr: hostPort(env.Net, port), TLS: rp.cfg.TLS, H3: rp.cfg.Proto == fetch.H3, CC: serverCC,
+		Handler: h, Addr: hostPort(env.Net, port), TLS: rp.cfg.TLS, H3: rp.cfg.Proto == fetch.H3, CC: serverCC, Pacing: rp.pacing,
 		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
 		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
 		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
@@ -176,7 +183,11 @@ type replaySession struct {
 }
 
 func (s *replaySession) Info() map[string]string {
-	info := map[string]string{"client": "shunt replay/fetch (" + s.p.cfg.Proto + ")", "server": "shunt (replay/site)", "server_cc": serverCC + " (per socket)"}
+	info := map[string]string{"client": "shunt replay/fetch (" + s.p.cfg.Proto + ")", "server": "shunt (replay/site)", "server_cc": serverCC + " (per socket)",
+		"server_tcp_pacing": strconv.FormatBool(s.p.pacing)}
+	if s.p.cfg.Schedule != "" {
+		info["schedule"] = s.p.cfg.Schedule
+	}
 	for k, v := range s.p.smig.info() {
 		info[k] = v
 	}

@@ -20,6 +20,9 @@ func TestReplayParamErrors(t *testing.T) {
 		{"replay", map[string]string{"proto": "h2", "streams": "-1"}, google, `params.streams "-1"`},
 		{"replay", map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
 		{"replay", map[string]string{"proto": "h2", "colour": "red"}, google, "params.colour"},
+		{"replay", map[string]string{"proto": "h2", "schedule": "round-robin"}, google, `schedule "round-robin"`},
+		{"replay", map[string]string{"proto": "h1", "schedule": "sequential"}, google, "HTTP/1.1 has no streams"},
+		{"replay", map[string]string{"proto": "h2", "pacing": "maybe"}, google, `params.pacing "maybe"`},
 		{"replay", map[string]string{"proto": "h1", "smig": "migsp"}, google, `params.smig "migsp": SMig needs proto h2`},
 		{"replay", map[string]string{"proto": "h2", "smig": "migzz"}, google, `params.smig "migzz"`},
 		{"replay", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
@@ -38,6 +41,7 @@ protocols:
   - {name: h2, driver: replay, params: {proto: h2, streams: "100"}}
   - {name: h3, driver: replay, params: {proto: h3, streams: "6"}}
   - {name: h2-smig, driver: replay, params: {proto: h2, smig: "migsp:4K"}}
+  - {name: h2-seq-paced, driver: replay, params: {proto: h2, schedule: sequential, pacing: "true"}}
 objects:
   - {name: google}
 `+link)
@@ -54,7 +58,7 @@ objects:
 		if rec.Metrics["plt"] < 0.030 || load.PLT.Seconds() != rec.Metrics["plt"] {
 			t.Errorf("%s: PLT %v s (load %v)", rec.Protocol.Name, rec.Metrics["plt"], load.PLT)
 		}
-		want := map[string]string{"h1-6": "HTTP/1.1 over TLS", "h1-1c": "HTTP/1.1", "h2": "HTTP/2.0 over TLS", "h3": "HTTP/3.0", "h2-smig": "HTTP/2.0 over TLS"}[rec.Protocol.Name]
+		want := map[string]string{"h1-6": "HTTP/1.1 over TLS", "h1-1c": "HTTP/1.1", "h2": "HTTP/2.0 over TLS", "h3": "HTTP/3.0", "h2-smig": "HTTP/2.0 over TLS", "h2-seq-paced": "HTTP/2.0 over TLS"}[rec.Protocol.Name]
 		if !strings.HasPrefix(rec.Info["http"], want) {
 			t.Errorf("%s: responses came over %q, want %s", rec.Protocol.Name, rec.Info["http"], want)
 		}

@@ -25,7 +25,7 @@ import (
 
 var replayCmd = &Command{
 	Name:  "replay",
-	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
+	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--schedule interleaved|sequential] [--pacing] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
 	Short: "load a page's dependency graph once over HTTP/1.1, HTTP/2 or HTTP/3 and draw its waterfall",
 }
 
@@ -59,6 +59,8 @@ type replayConfig struct {
 	Label     string `json:"transport"`
 	Conns     int    `json:"conns,omitempty"`
 	Streams   int    `json:"streams,omitempty"`
+	Schedule  string `json:"schedule,omitempty"`
+	Pacing    bool   `json:"server_tcp_pacing,omitempty"`
 	TLS       bool   `json:"tls"`
 	Compute   bool   `json:"compute"`
 	SMig      string `json:"smig,omitempty"`
@@ -76,6 +78,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	proto := fs.String("proto", "h2", "`PROTO`: h1 (N connections), h2 or h3 (one connection, N streams)")
 	conns := fs.Int("conns", fetch.DefaultConns, "HTTP/1.1 connections at most")
 	streams := fs.Int("streams", fetch.DefaultStreams, "HTTP/2 and HTTP/3 concurrent streams at most")
+	schedule := fs.String("schedule", "", "`SCHEDULE` of the responses on the h2/h3 connection: interleaved (default, as the paper's SCTP) or sequential (RFC 9218's default)")
+	pacing := fs.Bool("pacing", false, "the page server paces its TCP connections (Linux's internal pacing), as quic-go paces QUIC")
 	compute := fs.Bool("compute", false, "run the graph's computations for their recorded time")
 	useTLS := fs.Bool("tls", true, "TLS for h1 and h2 (h3 always has it); false: cleartext HTTP/1.1 and h2c")
 	rawURL := fs.String("url", "", "load from a running `shunt serve --page PAGE [--h3]` at `URL` (https://HOST:PORT) instead of a server of its own")
@@ -112,11 +116,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg := fetch.Config{Proto: *proto, Conns: *conns, Streams: *streams, TLS: *useTLS, Page: p.Name}
+	cfg := fetch.Config{Proto: *proto, Conns: *conns, Streams: *streams, Schedule: *schedule, TLS: *useTLS, Page: p.Name}
 	if cfg.Proto == fetch.H3 {
 		cfg.TLS = true
 	}
-	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p), SMig: *smigText}
+	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p), SMig: *smigText, Pacing: *pacing}
 	var smigSrv *smig.Server // the server's SMig when it is ours
 	if *smigText != "" {
 		pol, err := smig.ParsePolicy(*smigText)
@@ -157,6 +161,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if emulated {
 			return errors.New("--url and link options exclude each other: the link is emulated between namespaces shunt builds")
 		}
+		if *pacing {
+			return errors.New("--pacing paces shunt's own page server, not one at --url")
+		}
 		u, err := url.Parse(*rawURL)
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("--url %q: want SCHEME://HOST:PORT", *rawURL)
@@ -173,7 +180,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		srvNS, path := n.Servers[0], n.Paths[0]
 		so := testbed.SockOpts{CC: replayCC}
 		srv, err := startReplayServer(handler, cfg.TLS, net.JoinHostPort(path.ServerAddr.String(), fmt.Sprint(replayPort)),
-			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket, smigSrv)
+			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket, smigSrv, *pacing)
 		if err != nil {
 			return err
 		}
@@ -187,7 +194,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		command = n.Client.Command
 		rc.Server, rc.Up, rc.Down, rc.Seed, rc.TCPCC = "emulated", up.String(), down.String(), *seed, replayCC
 	default:
-		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil, smigSrv)
+		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil, smigSrv, *pacing)
 		if err != nil {
 			return err
 		}
@@ -212,7 +219,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fc := f.Config()
-	rc.Label, rc.Conns, rc.Streams = fc.Label(), fc.Conns, fc.Streams
+	rc.Label, rc.Conns, rc.Streams, rc.Schedule = fc.Label(), fc.Conns, fc.Streams, fc.Schedule
 	if fc.Proto == fetch.H1 {
 		rc.Streams = 0
 	} else {
@@ -234,9 +241,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // startReplayServer serves h (TCP, and HTTP/3 on UDP when it has TLS), with
-// SMig on HTTP/2 when ss is not nil.
-func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error), ss *smig.Server) (*site.Running, error) {
-	return site.Serve(site.ServeConfig{Handler: h, Addr: addr, TLS: useTLS, H3: useTLS, CC: replayCC,
+// SMig on HTTP/2 when ss is not nil, pacing its TCP connections if asked.
+func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error), ss *smig.Server, pacing bool) (*site.Running, error) {
+	return site.Serve(site.ServeConfig{Handler: h, Addr: addr, TLS: useTLS, H3: useTLS, CC: replayCC, Pacing: pacing,
 		Listen: listen, ListenPacket: listenPacket, SMig: ss})
 }
 

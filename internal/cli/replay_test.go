@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func TestReplayLoopback(t *testing.T) {
 	for _, args := range [][]string{
 		{"--proto", "h1", "--conns", "2", "--tls=false"},
 		{"--proto", "h2", "--streams", "4"},
+		{"--proto", "h2", "--streams", "4", "--schedule", "sequential", "--pacing"},
 		{"--proto", "h3", "--compute"},
 	} {
 		var out strings.Builder
@@ -64,7 +66,7 @@ func TestReplayLoopback(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatal(err)
 		}
-		labels = append(labels, rec.Config.Label)
+		labels = append(labels, rec.Config.Label+"/"+rec.Config.Schedule+"/"+strconv.FormatBool(rec.Config.Pacing))
 		if rec.Bytes != 74000 || len(rec.Objects) != 8 || rec.PLT <= 0 {
 			t.Errorf("%s: %d bytes, %d objects, PLT %v", rec.Config.Label, rec.Bytes, len(rec.Objects), rec.PLT)
 		}
@@ -74,8 +76,9 @@ func TestReplayLoopback(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(labels, " "); got != "h1-2 h2-4 h3-100" {
-		t.Errorf("transports %q, want h1-2 h2-4 h3-100", got)
+	want := "h1-2//false h2-4/interleaved/false h2-4-seq/sequential/true h3-100/interleaved/false"
+	if got := strings.Join(labels, " "); got != want {
+		t.Errorf("transport/schedule/pacing %q, want %q", got, want)
 	}
 }
 

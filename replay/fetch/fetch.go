@@ -49,6 +49,25 @@ const (
 	maxSlots       = 1000
 )
 
+// Schedules: how the server shares one connection between the responses in
+// flight (H2, H3). The Fetcher asks for it with an RFC 9218 Priority header
+// on every request, which shunt's HTTP/2 server and quic-go's HTTP/3 server
+// both obey, so both protocols run the same schedule.
+const (
+	// Interleaved (u=3, i): the responses in flight share the connection
+	// round-robin, frame by frame, as the paper's SCTP server did with its
+	// round-robin stream scheduler and I-DATA interleaving.
+	Interleaved = "interleaved"
+	// Sequential (u=3): one response after another in stream order, RFC
+	// 9218's default for requests that carry no priority.
+	Sequential = "sequential"
+	// DefaultSchedule is the paper's multistreamed transport.
+	DefaultSchedule = Interleaved
+)
+
+// priorityHeader is the Priority field value asking for a schedule.
+var priorityHeader = map[string]string{Interleaved: "u=3, i", Sequential: "u=3"}
+
 // Config says how to reach the server and how much parallelism to use.
 type Config struct {
 	Proto   string // H1, H2 or H3
@@ -69,17 +88,25 @@ type Config struct {
 	// client applies only MigCP, a server policy runs in the server (serve
 	// with site.ServeConfig.SMig). nil: plain HTTP/2.
 	SMig *smig.Policy
+	// Schedule is Interleaved or Sequential (H2, H3; default
+	// DefaultSchedule); H1 has one response per connection at a time.
+	Schedule string
 }
 
-// Label is the transport as figures name it: h1-6, h2-100, h3-100.
+// Label is the transport as figures name it: h1-6, h2-100, h3-100, with
+// "-seq" for the Sequential schedule and "-smig" for SMig.
 func (c Config) Label() string {
 	if c.Proto == H1 {
 		return fmt.Sprintf("%s-%d", c.Proto, c.Conns)
 	}
-	if c.SMig != nil {
-		return fmt.Sprintf("%s-%d-smig", c.Proto, c.Streams)
+	l := fmt.Sprintf("%s-%d", c.Proto, c.Streams)
+	if c.Schedule == Sequential {
+		l += "-seq"
 	}
-	return fmt.Sprintf("%s-%d", c.Proto, c.Streams)
+	if c.SMig != nil {
+		l += "-smig"
+	}
+	return l
 }
 
 // withDefaults fills the defaults and checks the rest.
@@ -89,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Streams == 0 {
 		c.Streams = DefaultStreams
+	}
+	if c.Schedule == "" && c.Proto != H1 {
+		c.Schedule = DefaultSchedule
 	}
 	switch c.Proto {
 	case H1, H2, H3:
@@ -100,6 +130,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Streams < 1 || c.Streams > maxSlots {
 		return c, fmt.Errorf("streams %d: want 1 to %d", c.Streams, maxSlots)
+	}
+	if _, ok := priorityHeader[c.Schedule]; c.Proto == H1 && c.Schedule != "" {
+		return c, fmt.Errorf("schedule %q: HTTP/1.1 has no streams to schedule (h2, h3 only)", c.Schedule)
+	} else if c.Proto != H1 && !ok {
+		return c, fmt.Errorf("schedule %q: want %s or %s", c.Schedule, Interleaved, Sequential)
 	}
 	if c.Addr == "" {
 		return c, errors.New("no server address")
@@ -219,6 +254,9 @@ func (f *Fetcher) get(ctx context.Context, obj *page.Object) (replay.Fetched, er
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+path, nil)
 	if err != nil {
 		return fd, err
+	}
+	if v, ok := priorityHeader[f.cfg.Schedule]; ok {
+		req.Header.Set("Priority", v)
 	}
 	fd.Request = time.Now()
 	resp, conn, err := f.tr.roundTrip(req)

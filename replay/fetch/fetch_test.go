@@ -180,9 +180,69 @@ func TestConfigRejects(t *testing.T) {
 		{Proto: H1, Conns: -1, Addr: "x:1"},
 		{Proto: H2, Streams: 5000, Addr: "x:1"},
 		{Proto: H3},
+		{Proto: H1, Schedule: Interleaved, Addr: "x:1"},
+		{Proto: H2, Schedule: "round-robin", Addr: "x:1"},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}
+	}
+}
+
+// TestScheduleAsksServer checks that every request carries the Priority
+// field of its schedule (the servers schedule by it), and that HTTP/1.1
+// requests carry none.
+func TestScheduleAsksServer(t *testing.T) {
+	p := loadPage(t, "www.google.com.hk_.json")
+	h, err := site.NewHandler(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cfg       Config
+		want      string
+		wantLabel string
+	}{
+		{Config{Proto: H1}, "", "h1-6"},
+		{Config{Proto: H2}, "u=3, i", "h2-100"},
+		{Config{Proto: H2, Schedule: Sequential}, "u=3", "h2-100-seq"},
+		{Config{Proto: H3, Schedule: Interleaved}, "u=3, i", "h3-100"},
+		{Config{Proto: H3, Schedule: Sequential}, "u=3", "h3-100-seq"},
+	}
+	for _, c := range cases {
+		t.Run(c.wantLabel, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string]int{}
+			record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen[r.Header.Get("Priority")]++
+				mu.Unlock()
+				h.ServeHTTP(w, r)
+			})
+			srv, conf := serve(t, record, true, c.cfg.Proto == H3)
+			cfg := c.cfg
+			cfg.Addr, cfg.TLS, cfg.TLSConfig, cfg.Page = srv.Addr, true, conf, p.Name
+			f, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Config().Label(); got != c.wantLabel {
+				t.Errorf("label %q, want %q", got, c.wantLabel)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			_, err = replay.Run(ctx, p, f, replay.Options{})
+			if cerr := f.Close(); cerr != nil {
+				t.Errorf("close: %v", cerr)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || seen[c.want] != len(p.Objects) {
+				t.Errorf("Priority fields seen (value: requests) %v, want %q on all %d", seen, c.want, len(p.Objects))
+			}
+		})
 	}
 }

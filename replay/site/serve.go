@@ -27,6 +27,10 @@ type ServeConfig struct {
 	TLS     bool
 	H3      bool   // needs TLS
 	CC      string // TCP congestion control per connection; "" = system default
+	// Pacing paces every accepted TCP connection (Linux's internal pacing,
+	// as quic-go paces QUIC); false leaves the kernel's default, which sends
+	// what the congestion window allows as one burst.
+	Pacing bool
 	// Listen and ListenPacket open the sockets (in a namespace, say); nil
 	// means net.Listen and net.ListenPacket.
 	Listen       func(network, addr string) (net.Listener, error)
@@ -118,7 +122,7 @@ func Serve(cfg ServeConfig) (*Running, error) {
 func listenBoth(cfg ServeConfig) (net.Listener, net.PacketConn, error) {
 	if !cfg.H3 {
 		ln, err := cfg.Listen("tcp", cfg.Addr)
-		return ln, nil, err
+		return paced(ln, cfg.Pacing), nil, err
 	}
 	host, port, _ := net.SplitHostPort(cfg.Addr)
 	var errs []error
@@ -130,7 +134,7 @@ func listenBoth(cfg ServeConfig) (net.Listener, net.PacketConn, error) {
 		p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
 		ln, err := cfg.Listen("tcp", net.JoinHostPort(host, p))
 		if err == nil {
-			return ln, pc, nil
+			return paced(ln, cfg.Pacing), pc, nil
 		}
 		pc.Close()
 		errs = append(errs, err)
@@ -139,6 +143,13 @@ func listenBoth(cfg ServeConfig) (net.Listener, net.PacketConn, error) {
 		}
 	}
 	return nil, nil, fmt.Errorf("no port free for both TCP and UDP: %w", errors.Join(errs...))
+}
+
+func paced(ln net.Listener, pacing bool) net.Listener {
+	if ln == nil || !pacing {
+		return ln
+	}
+	return pacedListener{ln}
 }
 
 // Close stops both protocols at once (a page load in flight fails).
