@@ -9,6 +9,7 @@ package estimate
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -18,18 +19,20 @@ const (
 	DefaultWindowBytes  = 500 << 10              // samples averaged over the last 500 KB
 	DefaultPingInterval = 100 * time.Millisecond // one HTTP/2 PING per path every 100 ms
 	DefaultRTTSamples   = 5                      // RTT is the mean of the last 5 PING samples
-	// DefaultDecay is the weight of a sample relative to the next newer one.
-	// The paper gives no weights. With 0.5 the estimate follows a drop within
-	// two or three samples; in the simulated MP-H2 §5.8 drop (5 -> 1 Mbit/s)
-	// 0.8 left the slow path finishing 150-300 ms after the fast one.
-	DefaultDecay = 0.5
+	// DefaultHalfLife is the age at which a sample weighs half as much as the
+	// newest one. The paper gives no weights. Ages are wall-clock time, not
+	// sample counts: a burst of samples closing within a millisecond (TCP
+	// handing over data held back behind a lost segment) must not push the
+	// sample that spans the stall out of the average. 100 ms follows a
+	// 5 -> 1 Mbit/s drop within some 300 ms.
+	DefaultHalfLife = 100 * time.Millisecond
 )
 
 // BandwidthConfig sizes a Bandwidth estimator. Zero fields take the defaults.
 type BandwidthConfig struct {
-	SampleBytes int64   // bytes per throughput sample
-	WindowBytes int64   // bytes of recent samples the average covers
-	Decay       float64 // weight of a sample relative to the next newer one, in (0, 1]
+	SampleBytes int64         // bytes per throughput sample
+	WindowBytes int64         // bytes of recent samples the average covers
+	HalfLife    time.Duration // age at which a sample's weight halves
 }
 
 // Bandwidth estimates one path's throughput from the bytes it receives.
@@ -43,23 +46,30 @@ type BandwidthConfig struct {
 //   - The window keeps the newest samples, dropping the oldest while the others
 //     still cover WindowBytes.
 //   - The average is a ratio estimator with exponentially decaying weights:
-//     with samples of b_k bytes over t_k, k = 0 the newest, w_k = Decay^k and
-//     estimate = sum(w_k*b_k) / sum(w_k*t_k). Dividing weighted bytes by
-//     weighted time, rather than averaging per-sample rates, keeps bursty
-//     arrivals (several frames in one event) from biasing the estimate up,
-//     and lets a slow sample (which lasts longer) weigh more, so a drop in
-//     bandwidth shows quickly.
+//     with samples of b_k bytes over t_k ending a_k before the newest one
+//     ends, w_k = 2^(-a_k/HalfLife) and estimate = sum(w_k*b_k) /
+//     sum(w_k*t_k). Dividing weighted bytes by weighted time, rather than
+//     averaging per-sample rates, keeps bursty arrivals from biasing the
+//     estimate up, and lets a slow sample (which lasts longer) weigh more,
+//     so a drop in bandwidth shows quickly.
+//   - Weights decay with time, not with the number of newer samples. After
+//     a loss TCP holds received data back until the retransmission fills the
+//     hole, then hands it over at once: the link delivered those bytes during
+//     the stall, but they close several samples of near-zero duration. Counted
+//     per sample, that burst would outweigh the sample spanning the stall and
+//     report several times the link rate; weighted by time, the stall and the
+//     burst average out to the rate the link had.
 //   - A sample still open for twice as long as the current estimate says it
-//     should take counts as the newest sample, so a stalled path lowers its
-//     estimate before it has received a full sample.
+//     should take counts as the newest sample (ending now), so a stalled path
+//     lowers its estimate before it has received a full sample.
 //   - Idle discards the open sample, so the gap while a path waits for a
 //     response is not taken for slow transfer.
 type Bandwidth struct {
 	sampleBytes, windowBytes int64
 
-	decay   float64
-	samples []sample // oldest first
-	sumB    int64    // bytes in samples
+	halfLife time.Duration
+	samples  []sample // oldest first
+	sumB     int64    // bytes in samples
 
 	open    bool      // a sample period has started
 	start   time.Time // when it started
@@ -67,8 +77,9 @@ type Bandwidth struct {
 }
 
 type sample struct {
-	b int64 // bytes
-	t int64 // ns
+	b   int64     // bytes
+	t   int64     // ns
+	end time.Time // when it closed
 }
 
 // NewBandwidth returns an estimator with no samples.
@@ -79,14 +90,14 @@ func NewBandwidth(cfg BandwidthConfig) (*Bandwidth, error) {
 	if cfg.WindowBytes == 0 {
 		cfg.WindowBytes = DefaultWindowBytes
 	}
-	if cfg.Decay == 0 {
-		cfg.Decay = DefaultDecay
+	if cfg.HalfLife == 0 {
+		cfg.HalfLife = DefaultHalfLife
 	}
-	if cfg.SampleBytes < 0 || cfg.WindowBytes < cfg.SampleBytes || cfg.Decay < 0 || cfg.Decay > 1 {
-		return nil, fmt.Errorf("estimate: bandwidth config SampleBytes=%d WindowBytes=%d Decay=%g: need 0 < SampleBytes <= WindowBytes, 0 < Decay <= 1",
-			cfg.SampleBytes, cfg.WindowBytes, cfg.Decay)
+	if cfg.SampleBytes < 0 || cfg.WindowBytes < cfg.SampleBytes || cfg.HalfLife < 0 {
+		return nil, fmt.Errorf("estimate: bandwidth config SampleBytes=%d WindowBytes=%d HalfLife=%v: need 0 < SampleBytes <= WindowBytes, HalfLife > 0",
+			cfg.SampleBytes, cfg.WindowBytes, cfg.HalfLife)
 	}
-	return &Bandwidth{sampleBytes: cfg.SampleBytes, windowBytes: cfg.WindowBytes, decay: cfg.Decay}, nil
+	return &Bandwidth{sampleBytes: cfg.SampleBytes, windowBytes: cfg.WindowBytes, halfLife: cfg.HalfLife}, nil
 }
 
 // OnData records n bytes received at now.
@@ -100,7 +111,7 @@ func (b *Bandwidth) OnData(now time.Time, n int64) {
 	if b.pending < b.sampleBytes || d <= 0 {
 		return
 	}
-	b.add(sample{b: b.pending, t: int64(d)})
+	b.add(sample{b: b.pending, t: int64(d), end: now})
 	b.start, b.pending = now, 0
 }
 
@@ -128,13 +139,8 @@ func (b *Bandwidth) Estimate(now time.Time) (float64, bool) {
 	if len(b.samples) == 0 {
 		return 0, false
 	}
-	var wb, wt float64
-	w := 1.0
-	for k := len(b.samples) - 1; k >= 0; k-- {
-		wb += w * float64(b.samples[k].b)
-		wt += w * float64(b.samples[k].t)
-		w *= b.decay
-	}
+	newest := b.samples[len(b.samples)-1].end
+	wb, wt := b.weighted(newest)
 	est := wb / wt * 1e9
 	if !b.open {
 		return est, true
@@ -145,8 +151,20 @@ func (b *Bandwidth) Estimate(now time.Time) (float64, bool) {
 	if float64(d) <= 2*float64(b.sampleBytes)/est*1e9 {
 		return est, true
 	}
-	// The late open sample is the newest: the others move one weight down.
-	return (float64(b.pending) + b.decay*wb) / (float64(d) + b.decay*wt) * 1e9, true
+	// The late open sample is the newest, ending now: the others age to now.
+	wb, wt = b.weighted(now)
+	return (float64(b.pending) + wb) / (float64(d) + wt) * 1e9, true
+}
+
+// weighted returns the samples' bytes and durations weighted by their age
+// at ref.
+func (b *Bandwidth) weighted(ref time.Time) (wb, wt float64) {
+	for _, s := range b.samples {
+		w := math.Exp2(-float64(ref.Sub(s.end)) / float64(b.halfLife))
+		wb += w * float64(s.b)
+		wt += w * float64(s.t)
+	}
+	return wb, wt
 }
 
 // Samples returns how many samples the window holds.

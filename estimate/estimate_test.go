@@ -77,8 +77,8 @@ func TestBandwidthNeedsOneFullSample(t *testing.T) {
 }
 
 // reference computes the documented estimate from the raw sample list and
-// the open sample (pending bytes over elapsed ns).
-func reference(s []sample, window, sampleBytes int64, decay float64, pending, elapsed int64) float64 {
+// the open sample (pending bytes over elapsed ns, ending now).
+func reference(s []sample, window, sampleBytes int64, halfLife time.Duration, pending, elapsed int64, now time.Time) float64 {
 	i := len(s) - 1
 	var cover int64
 	for ; i > 0; i-- {
@@ -87,14 +87,18 @@ func reference(s []sample, window, sampleBytes int64, decay float64, pending, el
 			break
 		}
 	}
-	var wb, wt float64
-	for k, x := range s[i:] {
-		w := math.Pow(decay, float64(len(s)-1-i-k))
-		wb += w * float64(x.b)
-		wt += w * float64(x.t)
+	weigh := func(ref time.Time) (wb, wt float64) {
+		for _, x := range s[i:] {
+			w := math.Pow(0.5, ref.Sub(x.end).Seconds()/halfLife.Seconds())
+			wb += w * float64(x.b)
+			wt += w * float64(x.t)
+		}
+		return wb, wt
 	}
+	wb, wt := weigh(s[len(s)-1].end)
 	if float64(elapsed) > 2*float64(sampleBytes)/(wb/wt*1e9)*1e9 {
-		return (float64(pending) + decay*wb) / (float64(elapsed) + decay*wt) * 1e9
+		wb, wt = weigh(now)
+		return (float64(pending) + wb) / (float64(elapsed) + wt) * 1e9
 	}
 	return wb / wt * 1e9
 }
@@ -103,7 +107,7 @@ func TestBandwidthMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for run := 0; run < 50; run++ {
 		cfg := BandwidthConfig{SampleBytes: int64(1+rng.Intn(30)) << 10, WindowBytes: int64(100+rng.Intn(600)) << 10,
-			Decay: []float64{1, 0.8, 0.5}[run%3]}
+			HalfLife: []time.Duration{time.Hour, 300 * time.Millisecond, 50 * time.Millisecond}[run%3]}
 		b := mustBW(t, cfg)
 		var raw []sample
 		now := time.Duration(0)
@@ -116,14 +120,14 @@ func TestBandwidthMatchesReference(t *testing.T) {
 			b.OnData(at(now), n)
 			pending += n
 			if pending >= cfg.SampleBytes {
-				raw = append(raw, sample{pending, int64(now - last)})
+				raw = append(raw, sample{pending, int64(now - last), at(now)})
 				pending, last = 0, now
 			}
 			if len(raw) == 0 {
 				continue
 			}
 			got, ok := b.Estimate(at(now))
-			want := reference(raw, cfg.WindowBytes, cfg.SampleBytes, cfg.Decay, pending, int64(now-last))
+			want := reference(raw, cfg.WindowBytes, cfg.SampleBytes, cfg.HalfLife, pending, int64(now-last), at(now))
 			if !ok || math.Abs(got-want) > 1e-9*want {
 				t.Fatalf("run %d event %d cfg %+v: estimate %.3f %v, want %.3f", run, i, cfg, got, ok, want)
 			}
@@ -174,7 +178,7 @@ func TestBandwidthIdleGapNotCounted(t *testing.T) {
 }
 
 func TestBandwidthConfigErrors(t *testing.T) {
-	for _, cfg := range []BandwidthConfig{{SampleBytes: -1}, {SampleBytes: 10, WindowBytes: 5}, {Decay: 1.5}, {Decay: -0.1}} {
+	for _, cfg := range []BandwidthConfig{{SampleBytes: -1}, {SampleBytes: 10, WindowBytes: 5}, {HalfLife: -time.Millisecond}} {
 		if _, err := NewBandwidth(cfg); err == nil {
 			t.Errorf("NewBandwidth(%+v): no error", cfg)
 		}
@@ -267,3 +271,31 @@ func TestBandwidthFollowsDrop(t *testing.T) {
 }
 
 func mbps(m float64) float64 { return m * 1e6 / 8 }
+
+// TestBandwidthReassemblyBurst is the spike seen in MP-H2 §5.8's scenario: on
+// a 1 Mbit/s link with a deep queue a segment is lost; TCP holds the data
+// behind it until the retransmission arrives some 800 ms later, then hands
+// it all over within a millisecond. The link delivered those bytes during the
+// stall, so the estimate must stay near the link's rate, not jump to what
+// the burst's few samples of near-zero duration say.
+func TestBandwidthReassemblyBurst(t *testing.T) {
+	const rate = 125000.0 // 1 Mbit/s
+	const frame = 16 << 10
+	b := mustBW(t, BandwidthConfig{})
+	last := feed(b, 0, rate, frame, 300<<10)
+	stall := 800 * time.Millisecond
+	burst := int64(stall.Seconds()*rate) / frame * frame // what the link carried meanwhile
+	now := last + stall
+	var got float64
+	for sent := int64(0); sent < burst; sent += frame {
+		b.OnData(at(now), frame)
+		// Early in the burst the estimate is low: the bytes are yet to come.
+		if got, _ = b.Estimate(at(now)); got > 1.5*rate {
+			t.Fatalf("%d KiB into the burst: %.0f B/s, want at most 1.5 x the link's %.0f", (sent+frame)>>10, got, rate)
+		}
+		now += 200 * time.Microsecond
+	}
+	if got < rate/1.5 {
+		t.Errorf("after the burst: %.0f B/s, want near the link's %.0f", got, rate)
+	}
+}

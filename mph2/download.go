@@ -50,6 +50,7 @@ type stream struct {
 	path    int
 	start   int64 // requested range [start, end); end -1: the whole object
 	end     int64
+	first   int64 // object offset of the body's first byte: start, or 0 for a 200
 	cancel  context.CancelFunc
 	h2s     *h2.Stream // nil until headers, and for HTTP/1.1
 	manual  bool       // the stream's window is granted by grant
@@ -200,7 +201,7 @@ func (d *download) handle(ev event) error {
 
 func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
 	res := ev.res
-	st.headers, st.h2s = true, ev.h2s
+	st.headers, st.h2s, st.first = true, ev.h2s, ev.first
 	if res.StatusCode == http.StatusPartialContent && ev.first != st.start {
 		return fmt.Errorf("path %s: asked for bytes from %d, got a range from %d", d.pathName(st.path), st.start, ev.first)
 	}
@@ -285,19 +286,16 @@ func (d *download) exec(acts []multipath.Action, data []byte) error {
 }
 
 // ahead is how far past the received bytes a manually controlled stream
-// on path p may be granted credit: exactly the distance at which the
-// scheduler announces a lazily moved end (one bandwidth-delay product plus
-// its margin), so the announcement still finds the server short of it.
+// on path p may be granted credit: the scheduler's bound, which is also the
+// distance at which it announces a lazily moved end, so the announcement
+// still finds the server short of it.
 func (d *download) ahead(now time.Time, p int) int64 {
-	e := d.s.Estimate(now, multipath.PathID(p))
-	if e.Bandwidth > 0 {
-		return int64(e.Bandwidth*e.RTT.Seconds()) + multipath.DefaultLeadMargin
-	}
-	return 4 * multipath.DefaultLeadMargin
+	return d.s.Ahead(now, multipath.PathID(p))
 }
 
 // grant tops up a manual stream's window to ahead bytes past what has
-// arrived, never beyond the end SetEnd gave it.
+// arrived, never beyond the end SetEnd gave it, and tells the scheduler:
+// credit cannot be taken back, so the credited bytes will arrive.
 func (d *download) grant(now time.Time, st *stream) {
 	if !st.manual || st.h2s == nil {
 		return
@@ -306,6 +304,9 @@ func (d *download) grant(now time.Time, st *stream) {
 	if st.limit >= 0 {
 		target = min(target, st.limit)
 	}
+	if target <= st.granted {
+		return
+	}
 	for target > st.granted {
 		inc := min(target-st.granted, 1<<30)
 		if st.h2s.GrowWindow(uint32(inc)) != nil {
@@ -313,12 +314,13 @@ func (d *download) grant(now time.Time, st *stream) {
 		}
 		st.granted += inc
 	}
+	d.s.OnGrant(st.id, st.first+st.granted)
 }
 
 // request opens the scheduler's stream a on its path.
 func (d *download) request(a multipath.Action) {
 	ctx, cancel := context.WithCancel(d.ctx)
-	st := &stream{id: a.Stream, path: int(a.Path), start: a.Start, end: a.End, cancel: cancel, limit: -1}
+	st := &stream{id: a.Stream, path: int(a.Path), start: a.Start, end: a.End, first: a.Start, cancel: cancel, limit: -1}
 	d.streams[st.id] = st
 	pc := d.conns[st.path]
 	var window int64
@@ -329,6 +331,7 @@ func (d *download) request(a multipath.Action) {
 		}
 		window = max(window, flowInitialWindow)
 		st.granted = window
+		d.s.OnGrant(st.id, a.Start+window)
 	}
 	d.wg.Add(1)
 	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window)

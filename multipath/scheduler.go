@@ -4,12 +4,12 @@
 // finish together (R1) with no idle gap between chunks (R2).
 //
 // The scheduler is pure decision logic. The caller feeds it events (response
-// headers, DATA received, streams ended, PING RTT samples, paths lost), each
-// with the time it happened, and carries out the Actions it returns: open a
-// ranged request, move a stream's flow-control end, reset a stream, hand
-// received bytes to the application, finish. It opens no socket, starts no
-// goroutine and reads no clock, so a test drives it with a fake clock and a
-// simulated network.
+// headers, DATA received, flow-control credit given, streams ended, PING RTT
+// samples, paths lost), each with the time it happened, and carries out the
+// Actions it returns: open a ranged request, move a stream's flow-control
+// end, reset a stream, hand received bytes to the application, finish. It
+// opens no socket, starts no goroutine and reads no clock, so a test drives
+// it with a fake clock and a simulated network.
 //
 // The download is kept as a byte map of [0, size): bytes delivered to the
 // application, bytes each open stream is still to deliver ([pos, end)), and
@@ -65,6 +65,11 @@ const (
 	DefaultMaxStreamsPerPath = 2                     // one chunk in progress plus one pipelined
 	DefaultMinChunk          = 16 << 10              // no new request for less than one DATA frame
 	DefaultLeadMargin        = 32 << 10              // extra bytes ahead when announcing a lazy end
+	// DefaultGrantLead is how long, beyond one unqueued round trip, the
+	// flow-control credit ahead of the received bytes lets a path send: a
+	// PING interval, the scheduler's tick, so the credit outlasts the gap
+	// between two decisions.
+	DefaultGrantLead = 100 * time.Millisecond
 )
 
 // Config describes one download. Zero values take the defaults, so the zero
@@ -85,6 +90,9 @@ type Config struct {
 	// LeadMargin is added to a path's bandwidth-delay product to decide when
 	// a lazily cut stream must announce its end under flow control.
 	LeadMargin int64
+	// GrantLead bounds the flow-control credit a stream gets ahead of its
+	// received bytes (see Ahead); default 100 ms.
+	GrantLead  time.Duration
 	Bandwidth  estimate.BandwidthConfig
 	RTTSamples int // PING samples averaged; default 5
 }
@@ -197,6 +205,7 @@ type stream struct {
 	end     int64 // bytes from here on are not wanted from this stream; -1 while unknown
 	respEnd int64 // end of the response the server sends: the request's, or the object's; -1 while unknown
 	limit   int64 // flow-control end last given by SetEnd; -1 if none
+	granted int64 // object offset up to which the caller gave credit (OnGrant); -1 unreported
 	reqAt   time.Time
 	started bool // DATA has arrived
 	headers bool
@@ -215,9 +224,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Prior != nil && len(cfg.Prior) != cfg.Paths {
 		return nil, fmt.Errorf("multipath: config Prior has %d entries for %d paths", len(cfg.Prior), cfg.Paths)
 	}
-	if cfg.Delta < 0 || cfg.MaxStreamsPerPath < 0 || cfg.MinChunk < 0 || cfg.LeadMargin < 0 {
-		return nil, fmt.Errorf("multipath: config Delta=%v MaxStreamsPerPath=%d MinChunk=%d LeadMargin=%d: negative",
-			cfg.Delta, cfg.MaxStreamsPerPath, cfg.MinChunk, cfg.LeadMargin)
+	if cfg.Delta < 0 || cfg.MaxStreamsPerPath < 0 || cfg.MinChunk < 0 || cfg.LeadMargin < 0 || cfg.GrantLead < 0 {
+		return nil, fmt.Errorf("multipath: config Delta=%v MaxStreamsPerPath=%d MinChunk=%d LeadMargin=%d GrantLead=%v: negative",
+			cfg.Delta, cfg.MaxStreamsPerPath, cfg.MinChunk, cfg.LeadMargin, cfg.GrantLead)
 	}
 	if cfg.EndAdjust > ResetStream {
 		return nil, fmt.Errorf("multipath: config EndAdjust=%d: unknown", cfg.EndAdjust)
@@ -233,6 +242,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.LeadMargin == 0 {
 		cfg.LeadMargin = DefaultLeadMargin
+	}
+	if cfg.GrantLead == 0 {
+		cfg.GrantLead = DefaultGrantLead
 	}
 	s := &Scheduler{cfg: cfg, object: cfg.Size, size: cfg.Size, cut: -1}
 	for i := 0; i < cfg.Paths; i++ {
@@ -417,6 +429,37 @@ func (s *Scheduler) OnRTT(now time.Time, p PathID, rtt time.Duration) []Action {
 	return s.out
 }
 
+// OnGrant reports that the caller has given stream id flow-control credit
+// up to object offset end: the server may send every byte below it, and
+// once sent they arrive whatever the scheduler later decides. The scheduler
+// never moves the stream's end below it (those bytes count as the stream's
+// path's) and does not pipeline behind more of them than the path delivers
+// within a response delay. A caller that does not report credit leaves the
+// scheduler estimating it as one bandwidth-delay product.
+func (s *Scheduler) OnGrant(id StreamID, end int64) {
+	if st := s.find(id); st != nil && end > st.granted {
+		st.granted = end
+	}
+}
+
+// Ahead is how far past a stream's received bytes its flow-control credit
+// should reach on path p: what the path delivers in one unqueued round trip
+// plus GrantLead, plus LeadMargin. It uses the least RTT seen, not the PING
+// estimate: a PING queues behind the data the credit itself let the server
+// send, so credit sized by it would feed its own growth, and on a path whose
+// rate drops the credit would outrun what the path can deliver soon.
+// Callers granting by it never give credit past a lazily announced end,
+// since the scheduler announces an end once it is within Ahead.
+func (s *Scheduler) Ahead(now time.Time, p PathID) int64 {
+	bw, ok := s.bandwidth(now, p)
+	if !ok {
+		// Before the first bandwidth sample (which comes within some 40 KB)
+		// a fixed lead stands in for the bandwidth-delay product.
+		return 4 * s.cfg.LeadMargin
+	}
+	return int64(bw*(s.baseRTT(p)+s.cfg.GrantLead).Seconds()) + s.cfg.LeadMargin
+}
+
 // OnPathDown reports a path lost: its streams are gone and their bytes go to
 // the other paths. It fails only when no path is left.
 func (s *Scheduler) OnPathDown(now time.Time, p PathID) ([]Action, error) {
@@ -493,7 +536,7 @@ func (s *Scheduler) request(now time.Time, p PathID, a, b int64) *stream {
 	if b < 0 {
 		end = s.size
 	}
-	st := &stream{id: s.lastID, path: p, start: a, pos: a, end: end, respEnd: b, limit: -1, reqAt: now}
+	st := &stream{id: s.lastID, path: p, start: a, pos: a, end: end, respEnd: b, limit: -1, granted: -1, reqAt: now}
 	s.live = append(s.live, st)
 	s.paths[p].stats.Requests++
 	s.out = append(s.out, Action{Kind: Request, Stream: st.id, Path: p, Start: a, End: b})
@@ -565,20 +608,14 @@ func (s *Scheduler) setEnd(st *stream, end int64) {
 }
 
 // announceLazyEnd tells the server a stream's end under flow control once
-// the stream is within one bandwidth-delay product (plus margin) of it:
-// the window update must reach the server before the server has sent that
-// far (MP-H2 §3.4.2).
+// the stream is within Ahead of it: the window update must reach the server
+// before the server has sent that far (MP-H2 §3.4.2), and a caller granting
+// credit by Ahead would give credit past the end from here on.
 func (s *Scheduler) announceLazyEnd(now time.Time, st *stream) {
 	if s.cfg.EndAdjust != FlowControl || st.end < 0 || s.beyond(st) <= st.end {
 		return
 	}
-	// Before the first bandwidth sample (which comes within some 40 KB) a
-	// fixed lead stands in for the bandwidth-delay product.
-	lead := 4 * s.cfg.LeadMargin
-	if bw, ok := s.bandwidth(now, st.path); ok {
-		lead = int64(bw*s.rttOf(st.path).Seconds()) + s.cfg.LeadMargin
-	}
-	if st.pos+lead >= st.end {
+	if st.pos+s.Ahead(now, st.path) >= st.end {
 		s.setEnd(st, st.end)
 	}
 }
@@ -807,12 +844,7 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 		startI = finI
 	}
 	d := finJ.Sub(startI).Seconds() * bwI * bwJ / (bwI + bwJ)
-	room := x.end - x.pos
-	if s.cfg.EndAdjust == FlowControl {
-		// What the server may already have sent by the time the new end
-		// reaches it is not stealable without tail bytes.
-		room -= int64(bwJ * s.rttOf(j).Seconds())
-	}
+	room := x.end - s.committed(now, x)
 	n := int64(math.Min(d, float64(room)))
 	if n < s.cfg.MinChunk {
 		return false
@@ -830,11 +862,30 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 	return true
 }
 
+// committed is the offset below which stream st's end cannot move without
+// tail bytes: under flow control the server may send every credited byte,
+// and has sent some before a new end reaches it. Unreported credit is taken
+// as one bandwidth-delay product past the received bytes. Under ResetStream
+// the bytes past the new end are tail bytes anyway.
+func (s *Scheduler) committed(now time.Time, st *stream) int64 {
+	if s.cfg.EndAdjust != FlowControl {
+		return st.pos
+	}
+	if st.granted >= 0 {
+		return max(st.pos, st.granted)
+	}
+	bw, _ := s.bandwidth(now, st.path)
+	return st.pos + int64(bw*s.rttOf(st.path).Seconds())
+}
+
 // finish estimates when path p will have received everything its open
 // streams are to deliver, taking them one after another at the path's
 // bandwidth, each not before its response can arrive. That is one unqueued
 // round trip after its request: the queueing a PING sees on a busy path is
-// the data of the streams ahead, already counted.
+// the data of the streams ahead, already counted. Credited bytes past a
+// stream's end (a Cut below its credit) count too: they are sure to come,
+// ahead of any response pipelined behind them, so a path does not pipeline
+// behind more of them than it delivers within a response delay.
 func (s *Scheduler) finish(now time.Time, p PathID) (time.Time, bool) {
 	t := now
 	bw, bwOK := s.bandwidth(now, p)
@@ -851,7 +902,7 @@ func (s *Scheduler) finish(now time.Time, p PathID) (time.Time, bool) {
 				t = first
 			}
 		}
-		if rem := st.end - st.pos; rem > 0 {
+		if rem := max(st.end, min(st.granted, s.respEnd(st))) - st.pos; rem > 0 {
 			if !bwOK {
 				return t, false
 			}

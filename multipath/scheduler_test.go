@@ -126,7 +126,7 @@ func TestConfigErrors(t *testing.T) {
 		{Paths: 2, Prior: make([]estimate.Path, 1)},
 		{Paths: 1, Delta: -1},
 		{Paths: 1, EndAdjust: 7},
-		{Paths: 1, Bandwidth: estimate.BandwidthConfig{Decay: 2}},
+		{Paths: 1, Bandwidth: estimate.BandwidthConfig{HalfLife: -1}},
 		{Paths: 1, RTTSamples: -1},
 	} {
 		if _, err := New(cfg); err == nil {
@@ -166,8 +166,7 @@ func TestCutEnd(t *testing.T) {
 					if mode != FlowControl || set[0].End != cut {
 						t.Fatalf("at %d: %v", pos+frame, set)
 					}
-					e := s.Estimate(epoch.Add(now), 0)
-					lead := int64(e.Bandwidth*e.RTT.Seconds()) + DefaultLeadMargin
+					lead := s.Ahead(epoch.Add(now), 0)
 					if pos+frame+lead < cut || pos+lead >= cut {
 						t.Errorf("SetEnd at offset %d, want it once within lead %d of %d", pos+frame, lead, cut)
 					}
@@ -186,5 +185,115 @@ func TestCutEnd(t *testing.T) {
 				t.Errorf("delivered %d bytes, want %d", delivered, cut)
 			}
 		})
+	}
+}
+
+// TestStealKeepsCreditedBytes is MP-H2 §5.8's drop as seen on the testbed:
+// lte (now 1 Mbit/s) was given credit far ahead while its estimate was high.
+// When wifi runs out of work and takes lte's tail, lte's end must not move
+// below the credited bytes (they arrive anyway): the new request starts
+// where the credit ends.
+func TestStealKeepsCreditedBytes(t *testing.T) {
+	const size, half = 2 << 20, 1 << 20
+	const credited = half + 700<<10
+	s := mustNew(t, Config{Paths: 2, Size: size})
+	s.OnStart(ms(0))
+	for id, at := range map[StreamID]int{1: 28, 2: 65} {
+		if _, err := s.OnHeaders(ms(at), id, 206, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.OnGrant(2, credited)
+	rates := [2]int64{6250, 1250} // bytes per 10 ms: 5 and 1 Mbit/s
+	rtts := [2]time.Duration{28 * time.Millisecond, 65 * time.Millisecond}
+	for now := 70; now < 3000; now += 10 {
+		var acts []Action
+		for p := range 2 {
+			acts = append(acts, s.OnData(ms(now), StreamID(p+1), rates[p])...)
+			if now%100 == 0 {
+				acts = append(acts, s.OnRTT(ms(now), PathID(p), rtts[p])...)
+			}
+		}
+		if err := s.check(); err != nil {
+			t.Fatal(err)
+		}
+		req := kinds(acts, Request)
+		if len(req) == 0 {
+			continue
+		}
+		if req[0].Path != 0 || req[0].Start < credited {
+			t.Fatalf("at %d ms: %v, want wifi to take bytes from %d on", now, req, credited)
+		}
+		for _, a := range kinds(acts, SetEnd) {
+			if a.Stream == 2 && a.End < credited {
+				t.Fatalf("at %d ms: %v moves lte's end below its credit %d", now, a, credited)
+			}
+		}
+		return
+	}
+	t.Fatal("wifi never took lte's tail")
+}
+
+// TestAheadIgnoresQueueing: credit ahead of the received bytes is sized by
+// the unqueued round trip, not by PING samples inflated by the data that
+// credit let queue up.
+func TestAheadIgnoresQueueing(t *testing.T) {
+	s := mustNew(t, Config{Paths: 1, Size: 4 << 20})
+	s.OnStart(ms(0))
+	if _, err := s.OnHeaders(ms(65), 1, 206, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Ahead(ms(65), 0); got != 4*DefaultLeadMargin {
+		t.Errorf("Ahead before a bandwidth sample: %d, want %d", got, 4*DefaultLeadMargin)
+	}
+	now := 65
+	for k := 0; k < 100; k++ {
+		now += 10
+		s.OnData(ms(now), 1, 1250) // 1 Mbit/s
+	}
+	s.OnRTT(ms(now), 0, 65*time.Millisecond)
+	for k := 0; k < 5; k++ {
+		s.OnRTT(ms(now), 0, 400*time.Millisecond)
+	}
+	bw, _ := s.bandwidth(ms(now), 0)
+	want := int64(bw*(65*time.Millisecond+DefaultGrantLead).Seconds()) + DefaultLeadMargin
+	if got := s.Ahead(ms(now), 0); got != want {
+		t.Errorf("Ahead with 400 ms PINGs on a 65 ms path: %d, want %d", got, want)
+	}
+}
+
+// TestNoPipeliningBehindCredit: bytes credited past a stream's end (here a
+// Cut below lte's credit) still come and queue ahead of any new response,
+// so lte must not pipeline a request behind more of them than it delivers
+// within its response delay.
+func TestNoPipeliningBehindCredit(t *testing.T) {
+	const size, half, cut = 2 << 20, 1 << 20, 2<<20 - 100<<10
+	s := mustNew(t, Config{Paths: 2, Size: size})
+	s.OnStart(ms(0))
+	for id, at := range map[StreamID]int{1: 28, 2: 65} {
+		if _, err := s.OnHeaders(ms(at), id, 206, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.OnGrant(2, size)
+	s.Cut(ms(65), cut)
+	rates := [2]int64{1250, 6250} // bytes per 10 ms: wifi 1, lte 5 Mbit/s
+	rtts := [2]time.Duration{28 * time.Millisecond, 65 * time.Millisecond}
+	ltePos := int64(half)
+	for now := 70; ltePos < cut; now += 10 {
+		var acts []Action
+		for p := range 2 {
+			acts = append(acts, s.OnData(ms(now), StreamID(p+1), rates[p])...)
+			if now%100 == 0 {
+				acts = append(acts, s.OnRTT(ms(now), PathID(p), rtts[p])...)
+			}
+		}
+		ltePos += rates[1]
+		for _, a := range kinds(acts, Request) {
+			bw, _ := s.bandwidth(ms(now), 1)
+			if owed := size - ltePos; a.Path == 1 && ltePos < cut && float64(owed) > bw*s.rttOf(1).Seconds() {
+				t.Fatalf("at %d ms: %v pipelined behind %d credited bytes, %.0f ms of lte's time", now, a, owed, float64(owed)/bw*1e3)
+			}
+		}
 	}
 }

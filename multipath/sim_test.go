@@ -3,17 +3,22 @@ package multipath
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"time"
 )
 
 // The simulated network: per path, an HTTP/2 server whose application writes
 // DATA frames round-robin into a TCP send buffer of SendBuf bytes, drained by
 // the link at the path's rate, each frame arriving RTT/2 after it leaves.
-// Requests, SetEnd (window updates), RST_STREAM and PINGs take RTT/2 to reach
-// the server. A PING ACK queues behind the buffered data, so PING RTTs carry
-// the server's buffering delay as in MP-H2 §3.4.1. Flow control is modelled as
-// the client granting credit up to the stream's current SetEnd: the server
-// never writes past it; bytes it wrote before the SetEnd arrived still come.
+// Requests, WINDOW_UPDATEs, RST_STREAM and PINGs take RTT/2 to reach the
+// server. A PING ACK queues behind the buffered data, so PING RTTs carry the
+// server's buffering delay as in MP-H2 §3.4.1. Under FlowControl the credit
+// is modelled as the mph2 client gives it: each stream opens with Ahead bytes
+// of credit (at least one frame), and every DATA arrival tops it up to Ahead
+// past the received bytes, never past the stream's SetEnd; the client reports
+// each grant with OnGrant. The server never writes past its credit; credit,
+// once given, is never taken back, so bytes below it still come after a
+// SetEnd.
 
 const simFrame = 8 << 10 // DATA frame size, as nginx writes them
 
@@ -69,7 +74,8 @@ const (
 
 type srvStream struct {
 	id                StreamID
-	next, end, limit  int64
+	next, end         int64
+	first, credit     int64 // the body's first byte; bytes the client let it send
 	status            int
 	reset, headerSent bool
 }
@@ -85,8 +91,12 @@ type server struct {
 }
 
 type cliStream struct {
-	path   PathID
-	closed bool
+	path    PathID
+	closed  bool
+	first   int64 // object offset of the body's first byte, as requested
+	recv    int64 // body bytes received
+	granted int64 // credit given, in body bytes
+	limit   int64 // credit SetEnd allows; -1 none
 }
 
 type event struct {
@@ -196,7 +206,7 @@ func runSim(cfg simConfig, checkEveryEvent bool) (simResult, error) {
 	for p, sv := range m.srv {
 		for _, st := range sv.streams {
 			if !sv.down && !st.reset && m.err == nil {
-				m.fail("path %d: stream %d left open at %d of [%d) (limit %d)", p, st.id, st.next, st.end, st.limit)
+				m.fail("path %d: stream %d left open at %d of [%d) (credit to %d)", p, st.id, st.next, st.end, st.first+st.credit)
 			}
 		}
 	}
@@ -236,19 +246,22 @@ func (m *sim) apply(acts []Action) {
 	for _, a := range acts {
 		switch a.Kind {
 		case Request:
-			m.cli[a.Stream] = &cliStream{path: a.Path}
-			a := a
-			m.toServer(a.Path, func(sv *server) { m.serverRequest(sv, a) })
-		case SetEnd:
-			a := a
-			m.toServer(m.cli[a.Stream].path, func(sv *server) {
-				for _, st := range sv.streams {
-					if st.id == a.Stream {
-						st.limit = a.End
-					}
+			cs := &cliStream{path: a.Path, first: a.Start, limit: -1, granted: math.MaxInt64 / 2}
+			if m.flowControl() {
+				cs.granted = m.s.Ahead(m.clock(), a.Path)
+				if a.End >= 0 {
+					cs.granted = min(cs.granted, a.End-a.Start)
 				}
-				m.fill(m.cli[a.Stream].path)
-			})
+				cs.granted = max(cs.granted, simFrame)
+				m.s.OnGrant(a.Stream, a.Start+cs.granted)
+			}
+			m.cli[a.Stream] = cs
+			a, credit := a, cs.granted
+			m.toServer(a.Path, func(sv *server) { m.serverRequest(sv, a, credit) })
+		case SetEnd:
+			cs := m.cli[a.Stream]
+			cs.limit = a.End - a.Start
+			m.grant(a.Stream)
 		case Reset:
 			cs := m.cli[a.Stream]
 			cs.closed = true
@@ -286,14 +299,45 @@ func (m *sim) toServer(p PathID, f func(*server)) {
 	})
 }
 
-func (m *sim) serverRequest(sv *server, a Action) {
-	st := &srvStream{id: a.Stream, next: a.Start, end: a.End, status: 206}
+// flowControl: without it (ResetStream) the client gives streams all the
+// credit they can use, as mph2 does.
+func (m *sim) flowControl() bool { return m.cfg.Sched.EndAdjust == FlowControl }
+
+func (m *sim) serverRequest(sv *server, a Action, credit int64) {
+	st := &srvStream{id: a.Stream, next: a.Start, end: a.End, status: 206, credit: credit}
 	if a.End < 0 || sv.cfg.NoRanges {
 		st.next, st.end, st.status = 0, m.cfg.Size, 200
 	}
-	st.limit = st.end
+	st.first = st.next
 	sv.streams = append(sv.streams, st)
 	m.fill(m.cli[a.Stream].path)
+}
+
+// grant tops up a stream's credit to Ahead past its received bytes, never
+// beyond its SetEnd, and tells the server (a WINDOW_UPDATE) and the
+// scheduler.
+func (m *sim) grant(id StreamID) {
+	cs := m.cli[id]
+	if cs.closed || !m.flowControl() {
+		return
+	}
+	target := cs.recv + m.s.Ahead(m.clock(), cs.path)
+	if cs.limit >= 0 {
+		target = min(target, cs.limit)
+	}
+	if target <= cs.granted {
+		return
+	}
+	cs.granted = target
+	m.s.OnGrant(id, cs.first+target)
+	m.toServer(cs.path, func(sv *server) {
+		for _, st := range sv.streams {
+			if st.id == id {
+				st.credit = max(st.credit, target)
+			}
+		}
+		m.fill(cs.path)
+	})
 }
 
 // fill lets the server application write into its send buffer.
@@ -310,7 +354,7 @@ func (m *sim) fill(p PathID) {
 				st.headerSent = true
 				sv.fifo = append(sv.fifo, frame{kind: frameHeaders, id: st.id, status: st.status, size: m.cfg.Size})
 			}
-			n := min(int64(simFrame), min(st.end, st.limit)-st.next)
+			n := min(int64(simFrame), min(st.end, st.first+st.credit)-st.next)
 			if n <= 0 && st.next < st.end {
 				continue // blocked by flow control
 			}
@@ -374,12 +418,16 @@ func (m *sim) arrive(p PathID, f frame) {
 		if m.cli[f.id].closed {
 			return
 		}
+		if f.status == 200 {
+			m.cli[f.id].first = 0
+		}
 		acts, err := m.s.OnHeaders(now, f.id, f.status, f.size)
 		if err != nil {
 			m.fail("OnHeaders: %v", err)
 			return
 		}
 		m.apply(acts)
+		m.grant(f.id)
 		return
 	}
 	if gap := m.now - m.lastArr[p]; m.lastArr[p] > 0 && gap > 3*time.Duration(float64(simFrame)/m.rate(p)*1e9) {
@@ -387,8 +435,10 @@ func (m *sim) arrive(p PathID, f frame) {
 	}
 	m.lastArr[p] = m.now
 	before := m.res.Delivered[p]
-	if !m.cli[f.id].closed {
+	if cs := m.cli[f.id]; !cs.closed {
+		cs.recv += f.n
 		m.apply(m.s.OnData(now, f.id, f.n))
+		m.grant(f.id)
 		if f.end && m.res.Done < 0 {
 			m.apply(m.s.OnStreamEnd(now, f.id))
 		}
