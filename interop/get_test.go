@@ -24,6 +24,23 @@ func TestShuntGetAgainstPeers(t *testing.T) {
 		{obj: small}, {obj: small, rng: "0-99"}, {obj: small, rng: "-1"},
 		{obj: big}, {obj: big, rng: "65535-4000000"}, {obj: big, rng: "4999000-"},
 	}
+	eachPeer(t, root, func(t *testing.T, p *peers.Peer, _ string, tls bool) {
+		for _, c := range cases {
+			c.checkGet(t, p.URL(""), tls)
+		}
+		// -v traces frames: proof the download spoke HTTP/2, not a
+		// fallback to HTTP/1.1 after ALPN.
+		args := getArgs(p.URL(small.path), filepath.Join(t.TempDir(), "body"), "", tls, "-v")
+		b, err := exec.CommandContext(timeout(t, time.Minute), shuntBin, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(b), "SETTINGS") {
+			t.Errorf("shunt %s: %v; want a frame trace with SETTINGS, got:\n%s", strings.Join(args, " "), err, b)
+		}
+	})
+}
+
+// eachPeer runs fn in a subtest per server (nginx, h2o) and per TLS
+// setting, the server serving root.
+func eachPeer(t *testing.T, root string, fn func(t *testing.T, p *peers.Peer, server string, tls bool)) {
 	for _, server := range []string{peers.Nginx, peers.H2O} {
 		for _, tls := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/tls=%v", server, tls), func(t *testing.T) {
@@ -33,16 +50,7 @@ func TestShuntGetAgainstPeers(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { p.Stop() })
-				for _, c := range cases {
-					c.checkGet(t, p.URL(""), tls)
-				}
-				// -v traces frames: proof the download spoke HTTP/2, not a
-				// fallback to HTTP/1.1 after ALPN.
-				args := getArgs(p.URL(small.path), filepath.Join(t.TempDir(), "body"), "", tls, "-v")
-				b, err := exec.CommandContext(timeout(t, time.Minute), shuntBin, args...).CombinedOutput()
-				if err != nil || !strings.Contains(string(b), "SETTINGS") {
-					t.Errorf("shunt %s: %v; want a frame trace with SETTINGS, got:\n%s", strings.Join(args, " "), err, b)
-				}
+				fn(t, p, server, tls)
 			})
 		}
 	}

@@ -249,25 +249,15 @@ func TestSMigShuntGetAgainstPeers(t *testing.T) {
 	cases := []fetchCase{
 		{obj: small}, {obj: big}, {obj: big, rng: "65535-2500000"}, {obj: big, rng: "-150000"},
 	}
-	for _, server := range []string{peers.Nginx, peers.H2O} {
-		for _, tls := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/tls=%v", server, tls), func(t *testing.T) {
-				needTools(t, server)
-				p, err := peers.Start(timeout(t, 20*time.Second), server, peers.Options{Root: root, TLS: tls})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { p.Stop() })
-				for _, policy := range []string{"migcp:100K", "nomig"} {
-					for _, c := range cases {
-						c.checkGet(t, p.URL(""), tls, "--smig", policy)
-					}
-				}
-				out := fetchCase{obj: big}.checkGet(t, p.URL(""), tls, "--smig", "migcp:100K", "-v")
-				if tr := parseTrace(out); tr.conns != 1 || !tr.smigSent || tr.smigRecv || tr.unknown != 0 {
-					t.Errorf("shunt get --smig migcp:100K -v %s against %s: trace %+v; want 1 connection, SMig announced by the client only, no SMig frame", big.path, server, tr)
-				}
-			})
+	eachPeer(t, root, func(t *testing.T, p *peers.Peer, server string, tls bool) {
+		for _, policy := range []string{"migcp:100K", "nomig"} {
+			for _, c := range cases {
+				c.checkGet(t, p.URL(""), tls, "--smig", policy)
+			}
 		}
-	}
+		out := fetchCase{obj: big}.checkGet(t, p.URL(""), tls, "--smig", "migcp:100K", "-v")
+		if tr := parseTrace(out); tr.conns != 1 || !tr.smigSent || tr.smigRecv || tr.unknown != 0 {
+			t.Errorf("shunt get --smig migcp:100K -v %s against %s: trace %+v; want 1 connection, SMig announced by the client only, no SMig frame", big.path, server, tr)
+		}
+	})
 }

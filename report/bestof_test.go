@@ -29,14 +29,7 @@ best_of:
 // The table and the HTML report name the member each best_of cell stands
 // for and print the compared protocol's ratio to it.
 func TestBestOfReport(t *testing.T) {
-	dir := t.TempDir()
-	sc, err := bench.Parse("b.yaml", []byte(bestOfScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, bench.ScenarioFile), []byte(bestOfScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, sc := newSweepDir(t, bestOfScenario)
 	times := map[string]float64{ // protocol/object -> time of every rep
 		"mp/1MB": 0.75, "mhttp-128KB/1MB": 1, "mhttp-1MB/1MB": 1.5,
 		"mp/4MB": 3, "mhttp-128KB/4MB": 5, "mhttp-1MB/4MB": 4,

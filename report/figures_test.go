@@ -63,14 +63,7 @@ func synthLoad(plt float64, compute bool) *replay.Result {
 
 func writeFigSweep(t *testing.T) (string, *bench.Scenario) {
 	t.Helper()
-	dir := t.TempDir()
-	sc, err := bench.Parse("f.yaml", []byte(figScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, bench.ScenarioFile), []byte(figScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, sc := newSweepDir(t, figScenario)
 	var recs []*bench.Record
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, r := range bench.Plan(sc) {

@@ -36,14 +36,7 @@ notes: ["a note"]
 // h2/during takes 8 s and more, everything else 0.25 s times rep+1; one run fails.
 func writeSweep(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	sc, err := bench.Parse("t.yaml", []byte(scenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, bench.ScenarioFile), []byte(scenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, sc := newSweepDir(t, scenario)
 	var recs []*bench.Record
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, r := range bench.Plan(sc) {
@@ -147,4 +140,19 @@ func TestWriteProducesEveryOutput(t *testing.T) {
 	if strings.Contains(string(page), "src=") || strings.Contains(string(page), "href=") {
 		t.Error("report.html links to other files: it must be self-contained")
 	}
+}
+
+// newSweepDir makes an output directory holding the scenario file, as a
+// sweep would before its first run, and returns it with the parsed scenario.
+func newSweepDir(t *testing.T, yaml string) (string, *bench.Scenario) {
+	t.Helper()
+	dir := t.TempDir()
+	sc, err := bench.Parse("s.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, bench.ScenarioFile), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, sc
 }

@@ -102,22 +102,7 @@ func TestFetchersLoadPage(t *testing.T) {
 			srv, conf := serve(t, count, c.tls, c.cfg.Proto == H3)
 			cfg := c.cfg
 			cfg.Addr, cfg.TLS, cfg.TLSConfig, cfg.Page = srv.Addr, c.tls, conf, p.Name
-			f, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			r, err := replay.Run(ctx, p, f, replay.Options{})
-			if cerr := f.Close(); cerr != nil {
-				t.Errorf("close: %v", cerr)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Bytes != p.TotalSize() {
-				t.Errorf("received %d bytes, page has %d", r.Bytes, p.TotalSize())
-			}
+			f, r := replayOnce(t, p, cfg)
 			if got := f.Protocol(); !strings.HasPrefix(got, c.wantProto) {
 				t.Errorf("responses came over %q, want %q", got, c.wantProto)
 			}
@@ -245,4 +230,27 @@ func TestScheduleAsksServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayOnce replays p once through a fetcher built from cfg, closes the
+// fetcher (its counters stay readable) and checks the page's byte count.
+func replayOnce(t *testing.T, p *page.Page, cfg Config) (*Fetcher, *replay.Result) {
+	t.Helper()
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := replay.Run(ctx, p, f, replay.Options{})
+	if cerr := f.Close(); cerr != nil {
+		t.Errorf("close: %v", cerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Bytes != p.TotalSize() {
+		t.Errorf("received %d bytes, page has %d", r.Bytes, p.TotalSize())
+	}
+	return f, r
 }

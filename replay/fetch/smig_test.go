@@ -1,13 +1,11 @@
 package fetch
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"testing"
 	"time"
 
-	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/site"
 	"github.com/shunt-net/shunt/smig"
 )
@@ -44,22 +42,7 @@ func TestSMigFetcherLoadsPage(t *testing.T) {
 				roots.AddCert(srv.Cert.Certificates[0].Leaf)
 				cfg.TLSConfig = &tls.Config{RootCAs: roots}
 			}
-			f, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			r, err := replay.Run(ctx, p, f, replay.Options{})
-			if cerr := f.Close(); cerr != nil {
-				t.Errorf("close: %v", cerr)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Bytes != p.TotalSize() {
-				t.Errorf("received %d bytes, page has %d", r.Bytes, p.TotalSize())
-			}
+			f, r := replayOnce(t, p, cfg)
 			for _, o := range r.Objects {
 				if o.Got != o.Size {
 					t.Errorf("object %s: %d bytes of %d", o.ID, o.Got, o.Size)
