@@ -211,7 +211,7 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 		now := time.Now()
 		for i, p := range c.Paths {
 			if !res.Paths[i].Down {
-				c.Cache.Put(cacheKey(p, i, u), now, sched.Estimate(now, multipath.PathID(i)))
+				c.Cache.Put(cacheKey(p, i, u), now, sched.Learned(now, multipath.PathID(i)))
 			}
 		}
 	}

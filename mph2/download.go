@@ -1,11 +1,13 @@
 package mph2
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,7 +187,7 @@ func (d *download) handle(ev event) error {
 		if err := d.exec(d.s.OnData(now, st.id, int64(ev.n)), (*ev.buf)[:ev.n]); err != nil {
 			return err
 		}
-		d.grant(now, st)
+		d.grantPath(now, st.path)
 		return nil
 	case evEnd:
 		if ev.err != nil && (!st.headers || d.conns[st.path].h1 != nil || d.conns[st.path].dead()) {
@@ -194,7 +196,11 @@ func (d *download) handle(ev event) error {
 			return d.pathDown(now, st.path, ev.err)
 		}
 		d.forget(st)
-		return d.exec(d.s.OnStreamEnd(now, st.id), nil)
+		if err := d.exec(d.s.OnStreamEnd(now, st.id), nil); err != nil {
+			return err
+		}
+		d.grantPath(now, st.path)
+		return nil
 	}
 	return nil
 }
@@ -285,22 +291,16 @@ func (d *download) exec(acts []multipath.Action, data []byte) error {
 	return nil
 }
 
-// ahead is how far past the received bytes a manually controlled stream
-// on path p may be granted credit: the scheduler's bound, which is also the
-// distance at which it announces a lazily moved end, so the announcement
-// still finds the server short of it.
-func (d *download) ahead(now time.Time, p int) int64 {
-	return d.s.Ahead(now, multipath.PathID(p))
-}
-
-// grant tops up a manual stream's window to ahead bytes past what has
-// arrived, never beyond the end SetEnd gave it, and tells the scheduler:
-// credit cannot be taken back, so the credited bytes will arrive.
+// grant tops up a manual stream's window to the scheduler's Credit past
+// what has arrived (the distance at which it announces a lazily moved end,
+// so the announcement still finds the server short of it), never beyond the
+// end SetEnd gave it, and tells the scheduler: credit cannot be taken back,
+// so the credited bytes will arrive.
 func (d *download) grant(now time.Time, st *stream) {
 	if !st.manual || st.h2s == nil {
 		return
 	}
-	target := st.recv + d.ahead(now, st.path)
+	target := st.recv + d.s.Credit(now, st.id)
 	if st.limit >= 0 {
 		target = min(target, st.limit)
 	}
@@ -317,6 +317,22 @@ func (d *download) grant(now time.Time, st *stream) {
 	d.s.OnGrant(st.id, st.first+st.granted)
 }
 
+// grantPath tops up the streams of path p in request order: the path's
+// credit is shared, so what one stream receives or no longer needs goes to
+// the streams pipelined behind it.
+func (d *download) grantPath(now time.Time, p int) {
+	var sts []*stream
+	for _, st := range d.streams {
+		if st.path == p {
+			sts = append(sts, st)
+		}
+	}
+	slices.SortFunc(sts, func(a, b *stream) int { return cmp.Compare(a.id, b.id) })
+	for _, st := range sts {
+		d.grant(now, st)
+	}
+}
+
 // request opens the scheduler's stream a on its path.
 func (d *download) request(a multipath.Action) {
 	ctx, cancel := context.WithCancel(d.ctx)
@@ -325,7 +341,7 @@ func (d *download) request(a multipath.Action) {
 	pc := d.conns[st.path]
 	var window int64
 	if d.c.EndAdjust == EndFlowControl {
-		window = d.ahead(time.Now(), st.path)
+		window = d.s.FirstCredit(time.Now(), a.Stream)
 		if a.End >= 0 {
 			window = min(window, a.End-a.Start)
 		}

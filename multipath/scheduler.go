@@ -442,14 +442,15 @@ func (s *Scheduler) OnGrant(id StreamID, end int64) {
 	}
 }
 
-// Ahead is how far past a stream's received bytes its flow-control credit
-// should reach on path p: what the path delivers in one unqueued round trip
-// plus GrantLead, plus LeadMargin. It uses the least RTT seen, not the PING
-// estimate: a PING queues behind the data the credit itself let the server
-// send, so credit sized by it would feed its own growth, and on a path whose
-// rate drops the credit would outrun what the path can deliver soon.
-// Callers granting by it never give credit past a lazily announced end,
-// since the scheduler announces an end once it is within Ahead.
+// Ahead is how far past the received bytes the flow-control credit of path
+// p's streams should reach (Credit shares it among them): what the path
+// delivers in one unqueued round trip plus GrantLead, plus LeadMargin. It
+// uses the least RTT seen, not the PING estimate: a PING queues behind the
+// data the credit itself let the server send, so credit sized by it would
+// feed its own growth, and on a path whose rate drops the credit would
+// outrun what the path can deliver soon.
+// Callers granting by Credit never give credit past a lazily announced
+// end, since the scheduler announces an end once it is within Ahead.
 func (s *Scheduler) Ahead(now time.Time, p PathID) int64 {
 	bw, ok := s.bandwidth(now, p)
 	if !ok {
@@ -458,6 +459,46 @@ func (s *Scheduler) Ahead(now time.Time, p PathID) int64 {
 		return 4 * s.cfg.LeadMargin
 	}
 	return int64(bw*(s.baseRTT(p)+s.cfg.GrantLead).Seconds()) + s.cfg.LeadMargin
+}
+
+// Credit is how far past stream id's received bytes its flow-control
+// credit should reach. Ahead bounds the credit of the path, not of each
+// stream: the streams share it in request order, a pipelined stream getting
+// what the credit of the streams before it leaves. Credit per stream would
+// let a path pipelining a stolen tail commit a second Ahead at once, bytes
+// another path could no longer take back (see OnGrant), so a steal decided
+// on a passing dip in the other path's estimate could not be undone.
+func (s *Scheduler) Credit(now time.Time, id StreamID) int64 {
+	return s.credit(now, id, false)
+}
+
+// FirstCredit is Credit for a stream's first window, given with its request.
+// A caller that can top a stream up only once its response headers are in
+// (the mph2 client) cannot pass it the credit that earlier streams free as
+// their credited bytes up to their end arrive, a response delay's worth:
+// that credit is the new stream's from the start.
+func (s *Scheduler) FirstCredit(now time.Time, id StreamID) int64 {
+	return s.credit(now, id, true)
+}
+
+func (s *Scheduler) credit(now time.Time, id StreamID, first bool) int64 {
+	st := s.find(id)
+	if st == nil {
+		return 0
+	}
+	a := s.Ahead(now, st.path)
+	for _, x := range s.live {
+		if x == st {
+			break
+		}
+		// Credit past what the server will send on x (its response's or
+		// SetEnd's end) holds nothing back.
+		end := s.beyond(x)
+		if c := min(x.granted, end); x.path == st.path && c > x.pos && !(first && c >= end) {
+			a -= c - x.pos
+		}
+	}
+	return max(a, 0)
 }
 
 // OnPathDown reports a path lost: its streams are gone and their bytes go to
@@ -518,14 +559,27 @@ func (s *Scheduler) Finished() bool { return s.done }
 func (s *Scheduler) Stats(p PathID) PathStats { return s.paths[p].stats }
 
 // Estimate returns path p's current estimates, falling back to its prior
-// where it has no sample of its own; store it in an estimate.Cache after the
-// download for the next one.
+// where it has no sample of its own.
 func (s *Scheduler) Estimate(now time.Time, p PathID) estimate.Path {
 	var e estimate.Path
 	if bw, ok := s.bandwidth(now, p); ok {
 		e.Bandwidth = bw
 	}
 	e.RTT = s.rttOf(p)
+	return e
+}
+
+// Learned returns what the next download on path p should start from (store
+// it in an estimate.Cache): the bandwidth estimate and the least RTT seen.
+// The next download's first requests go out on idle connections, so their
+// delay is the unqueued round trip. The PING estimate at the end of this
+// download includes the queue this download built (160 ms behind a 100 KB
+// buffer at 5 Mbit/s): as a prior it would shift the first split away from
+// the path and, taken for its base RTT, size the first flow-control credit
+// for the queued round trip, credit that no later decision can take back.
+func (s *Scheduler) Learned(now time.Time, p PathID) estimate.Path {
+	e := s.Estimate(now, p)
+	e.RTT = s.baseRTT(p)
 	return e
 }
 

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -13,12 +14,14 @@ import (
 // Requests, WINDOW_UPDATEs, RST_STREAM and PINGs take RTT/2 to reach the
 // server. A PING ACK queues behind the buffered data, so PING RTTs carry the
 // server's buffering delay as in MP-H2 §3.4.1. Under FlowControl the credit
-// is modelled as the mph2 client gives it: each stream opens with Ahead bytes
-// of credit (at least one frame), and every DATA arrival tops it up to Ahead
-// past the received bytes, never past the stream's SetEnd; the client reports
-// each grant with OnGrant. The server never writes past its credit; credit,
-// once given, is never taken back, so bytes below it still come after a
-// SetEnd.
+// is modelled as the mph2 client gives it, except that a stream can be
+// topped up from its request on, not only once its headers are in: each
+// stream opens with Credit bytes of credit (at least one frame), and every
+// DATA arrival or stream end tops the path's streams up to Credit past their
+// received bytes, never past a stream's SetEnd; the client reports each
+// grant with OnGrant. The server
+// never writes past its credit; credit, once given, is never taken back, so
+// bytes below it still come after a SetEnd.
 
 const simFrame = 8 << 10 // DATA frame size, as nginx writes them
 
@@ -248,7 +251,7 @@ func (m *sim) apply(acts []Action) {
 		case Request:
 			cs := &cliStream{path: a.Path, first: a.Start, limit: -1, granted: math.MaxInt64 / 2}
 			if m.flowControl() {
-				cs.granted = m.s.Ahead(m.clock(), a.Path)
+				cs.granted = m.s.Credit(m.clock(), a.Stream)
 				if a.End >= 0 {
 					cs.granted = min(cs.granted, a.End-a.Start)
 				}
@@ -313,7 +316,22 @@ func (m *sim) serverRequest(sv *server, a Action, credit int64) {
 	m.fill(m.cli[a.Stream].path)
 }
 
-// grant tops up a stream's credit to Ahead past its received bytes, never
+// grantPath tops up the credit of path p's streams in request order, as
+// Credit shares the path's among them.
+func (m *sim) grantPath(p PathID) {
+	var ids []StreamID
+	for id, cs := range m.cli {
+		if cs.path == p {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m.grant(id)
+	}
+}
+
+// grant tops up a stream's credit to Credit past its received bytes, never
 // beyond its SetEnd, and tells the server (a WINDOW_UPDATE) and the
 // scheduler.
 func (m *sim) grant(id StreamID) {
@@ -321,7 +339,7 @@ func (m *sim) grant(id StreamID) {
 	if cs.closed || !m.flowControl() {
 		return
 	}
-	target := cs.recv + m.s.Ahead(m.clock(), cs.path)
+	target := cs.recv + m.s.Credit(m.clock(), id)
 	if cs.limit >= 0 {
 		target = min(target, cs.limit)
 	}
@@ -438,10 +456,10 @@ func (m *sim) arrive(p PathID, f frame) {
 	if cs := m.cli[f.id]; !cs.closed {
 		cs.recv += f.n
 		m.apply(m.s.OnData(now, f.id, f.n))
-		m.grant(f.id)
 		if f.end && m.res.Done < 0 {
 			m.apply(m.s.OnStreamEnd(now, f.id))
 		}
+		m.grantPath(p)
 	}
 	m.res.Wasted[p] += f.n - (m.res.Delivered[p] - before)
 }

@@ -317,3 +317,28 @@ func TestSimBandwidthDrop(t *testing.T) {
 		}
 	}
 }
+
+// TestSimFastPathStallIsUndone: with +FS+BW/L the paths start balanced, so a
+// stall on the fast path (TCP recovering a lost segment: ~110 ms without a
+// byte) halves its estimate while the slow path is about to pipeline, and
+// the slow path takes the fast one's tail. Once the fast path delivers
+// again it takes back what is not yet credited to the slow one, so the
+// stall costs the download at most its own length and δ. A stream
+// pipelined with Ahead of credit of its own (besides the Ahead of the
+// stream before it) left the slow path finishing over 200 ms after the fast one.
+func TestSimFastPathStallIsUndone(t *testing.T) {
+	const size = 1000000
+	const at, stall = 290 * time.Millisecond, 110 * time.Millisecond
+	paths := fig8Paths(10, 5, 64<<10)
+	// One frame takes the whole stall to leave the server.
+	paths[0].Rate = []rateStep{{0, mbit(10)}, {at, float64(simFrame+9) / stall.Seconds()}, {at + stall, mbit(10)}}
+	r, err := runSim(simConfig{Size: size, Paths: paths, Sched: Config{Size: size, Prior: exactPrior(paths)}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ideal := IdealTime(size, conds(paths))
+	t.Logf("%v (ideal without the stall %v), last bytes %v, bytes %v, requests %v", r.Done.Round(time.Millisecond), ideal.Round(time.Millisecond), r.Last, r.Delivered, r.Requests)
+	if r.Done > ideal+stall+DefaultDelta {
+		t.Errorf("done after %v, want <= %v: ideal %v + the stall + δ", r.Done, ideal+stall+DefaultDelta, ideal)
+	}
+}
