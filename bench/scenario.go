@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -298,15 +299,30 @@ func (s *Scenario) Check(reg *Registry, nf NetworkFactory) error {
 	return nil
 }
 
-//go:embed scenarios/*.yaml
+// Step files travel with the scenarios that name them, so a built shunt
+// runs every shipped scenario outside the repository.
+//
+//go:embed scenarios/*.yaml scenarios/*.step
 var shipped embed.FS
+
+// ShippedFile returns a file shipped beside the scenarios, named as the
+// scenarios name it from the repository root ("bench/scenarios/NAME").
+func ShippedFile(name string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(path.Clean(filepath.ToSlash(name)), "bench/scenarios/")
+	if !ok || strings.Contains(rest, "/") {
+		return nil, fmt.Errorf("%s: not a shipped scenario file", name)
+	}
+	return shipped.ReadFile(path.Join("scenarios", rest))
+}
 
 // Shipped returns the names of the scenarios built into shunt, sorted.
 func Shipped() []string {
 	ents, _ := fs.ReadDir(shipped, "scenarios")
 	var names []string
 	for _, e := range ents {
-		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names

@@ -1,12 +1,16 @@
 package emulated
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/internal/shared"
 )
 
@@ -17,7 +21,8 @@ import (
 // shared data directory (internal/shared: the traces of shared/traces);
 // any other relative path is taken from the repository root (the directory
 // holding go.mod above the working directory), where shipped step files
-// sit beside their scenarios.
+// sit beside their scenarios, or, outside a repository, from the copy of
+// bench/scenarios built into shunt.
 func TraceFile(text string) (string, error) {
 	file := text
 	for _, p := range []string{"trace:", "step:"} {
@@ -36,11 +41,39 @@ func TraceFile(text string) (string, error) {
 		}
 		return p, nil
 	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", fmt.Errorf("trace %s: not found from the working directory, and %w", file, err)
+	if root, err := repoRoot(); err == nil {
+		return filepath.Join(root, file), nil
 	}
-	return filepath.Join(root, file), nil
+	// Outside the repository: a step file shipped inside the binary.
+	data, err := bench.ShippedFile(file)
+	if err != nil {
+		return "", fmt.Errorf("trace %s: not found from the working directory, no repository (go.mod) above it, and %w", file, err)
+	}
+	return materialise(file, data)
+}
+
+// materialise writes a shipped file where netem can open it by name: one
+// file per content under the temporary directory, so concurrent runs and
+// different builds never see each other's half-written copies.
+func materialise(name string, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	p := filepath.Join(os.TempDir(), "shunt-shipped", hex.EncodeToString(sum[:8])+"-"+filepath.Base(name))
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, data) {
+		return p, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return p, os.Rename(tmp.Name(), p)
 }
 
 // resolveTrace is the trace text with its file made findable (TraceFile),

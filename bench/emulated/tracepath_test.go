@@ -1,6 +1,7 @@
 package emulated
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,5 +26,28 @@ func TestResolveTrace(t *testing.T) {
 	}
 	if got, err := resolveTrace("emulated.go"); err != nil || got != "emulated.go" {
 		t.Errorf("path existing from the working directory: %q, %v; want it unchanged", got, err)
+	}
+}
+
+// A built shunt run outside any repository still finds the step files of
+// the shipped scenarios: they are built in and written out on demand.
+func TestResolveShippedStepOutsideRepository(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("..", "scenarios", "mph2-fig16-lte.step"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Chdir(t.TempDir()) // no go.mod above a fresh temporary directory
+	for range 2 {        // the second call reuses the first call's copy
+		got, err := TraceFile("step:bench/scenarios/mph2-fig16-lte.step")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("%s: %v; want the shipped step file's %d bytes", got, err, len(want))
+		}
+	}
+	if _, err := TraceFile("step:bench/scenarios/nope.step"); err == nil {
+		t.Error("a step file that is not shipped resolved")
 	}
 }
