@@ -48,15 +48,7 @@ func TestParseErrorsNameFileAndField(t *testing.T) {
 		{"empty", "", []string{"x.yaml", "empty"}},
 	} {
 		_, err := Parse("x.yaml", []byte(tc.yaml))
-		if err == nil {
-			t.Errorf("%s: accepted", tc.name)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not mention %q", tc.name, err, w)
-			}
-		}
+		wantErrorMentioning(t, tc.name, err, tc.want)
 	}
 }
 
@@ -215,6 +207,21 @@ func TestSummarizeFailedCellTakesTheObjectsMetric(t *testing.T) {
 		}
 		if c.Labels.Protocol == "b" && c.Labels.Object == "big" && (c.N != 0 || c.Errors != 3) {
 			t.Errorf("cell %+v: n=%d errors=%d, want 0 and 3", c.Labels, c.N, c.Errors)
+		}
+	}
+}
+
+// wantErrorMentioning fails the test unless err is an error whose text
+// contains every string of want: rejections must say what is wrong.
+func wantErrorMentioning(t *testing.T, name string, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: accepted", name)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not mention %q", name, err, w)
 		}
 	}
 }
