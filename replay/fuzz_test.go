@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shunt-net/shunt/internal/shared"
 	"github.com/shunt-net/shunt/page"
 )
 
 // FuzzWalk walks every graph page.ReadGraph accepts, on a slow and a fast
 // link, and checks each activity ran once, when its dependencies allowed.
 func FuzzWalk(f *testing.F) {
+	pagesDir, _ := shared.Path("pages")
 	files, err := filepath.Glob(filepath.Join(pagesDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		f.Skipf("needs the project's graphs in %s: %v", pagesDir, err)

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
 )
 
@@ -101,7 +102,7 @@ func TestRunPReplayExamples(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l := testLink
 			l.slots = c.slots
-			p := loadPage(t, c.file)
+			p := testpages.Load(t, c.file)
 			f := newFakeFetcher(l)
 			r, err := Run(t.Context(), p, f, Options{Compute: c.compute})
 			if err != nil {
@@ -123,7 +124,7 @@ func TestRunPReplayExamples(t *testing.T) {
 func TestRunTableIVPages(t *testing.T) {
 	for _, tv := range page.TableIV {
 		synctest.Test(t, func(t *testing.T) {
-			p := loadPage(t, tv.Graph+".json")
+			p := testpages.Load(t, tv.Graph+".json")
 			// Enough slots that no download waits, so the order in which
 			// simultaneous events reach the walker cannot change the PLT.
 			f := newFakeFetcher(link{rtt: 20 * time.Millisecond, bytesPerMs: 1250, slots: 1000})
@@ -160,7 +161,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		synctest.Test(t, func(t *testing.T) {
-			p := loadPage(t, "test3.json")
+			p := testpages.Load(t, "test3.json")
 			f := newFakeFetcher(testLink)
 			c.set(f)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -183,7 +184,7 @@ func (badTimes) Fetch(ctx context.Context, obj *page.Object, done func(Fetched, 
 
 func TestRunRejectsBadFetcherTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, err := Run(t.Context(), loadPage(t, "test1.json"), badTimes{}, Options{})
+		_, err := Run(t.Context(), testpages.Load(t, "test1.json"), badTimes{}, Options{})
 		if err == nil || !strings.Contains(err.Error(), "out of order") {
 			t.Errorf("error %v, want times out of order", err)
 		}
@@ -192,7 +193,7 @@ func TestRunRejectsBadFetcherTimes(t *testing.T) {
 
 func TestResultJSONRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := Run(t.Context(), loadPage(t, "test3.json"), newFakeFetcher(testLink), Options{Compute: true})
+		r, err := Run(t.Context(), testpages.Load(t, "test3.json"), newFakeFetcher(testLink), Options{Compute: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +216,7 @@ func TestResultJSONRoundTrip(t *testing.T) {
 
 func TestWaterfallGolden(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := Run(t.Context(), loadPage(t, "test3.json"), newFakeFetcher(link{rtt: 50 * time.Millisecond, bytesPerMs: 240, slots: 1}), Options{Compute: true})
+		r, err := Run(t.Context(), testpages.Load(t, "test3.json"), newFakeFetcher(link{rtt: 50 * time.Millisecond, bytesPerMs: 240, slots: 1}), Options{Compute: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func TestWaterfallGolden(t *testing.T) {
 
 func TestRunStallsOnUnvalidatedGraph(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := loadPage(t, "test1.json")
+		p := testpages.Load(t, "test1.json")
 		// Drop the dependency that starts r2: nothing would ever start it.
 		p.Deps = p.Deps[1:]
 		_, err := Run(t.Context(), p, newFakeFetcher(testLink), Options{})

@@ -1,29 +1,12 @@
 package replay
 
 import (
-	"github.com/shunt-net/shunt/internal/shared"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
 )
-
-var pagesDir, _ = shared.Path("pages")
-
-func loadPage(t *testing.T, name string) *page.Page {
-	t.Helper()
-	file := filepath.Join(pagesDir, name)
-	if _, err := os.Stat(file); err != nil {
-		t.Skipf("needs the project's graphs: %v", err)
-	}
-	p, err := page.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // link is the fake network of the tests: a download holds one of slots
 // (connections or streams) for rtt + size/bytesPerMs, and waits FIFO for a
@@ -150,7 +133,7 @@ func TestWalkerPReplayExamples(t *testing.T) {
 	for _, c := range pReplayExamples {
 		l := testLink
 		l.slots = c.slots
-		p := loadPage(t, c.file)
+		p := testpages.Load(t, c.file)
 		s := simulate(t, p, l, Options{Compute: c.compute})
 		if got := s.w.PLT(); got != c.plt {
 			t.Errorf("%s slots=%d compute=%v: PLT %v, want %v (%s)", c.file, c.slots, c.compute, got, c.plt, c.why)
@@ -197,7 +180,7 @@ func checkWalk(t *testing.T, s *simulation) {
 
 func TestWalkerTableIVPages(t *testing.T) {
 	for _, tv := range page.TableIV {
-		p := loadPage(t, tv.Graph+".json")
+		p := testpages.Load(t, tv.Graph+".json")
 		for _, slots := range []int{1, 6, 100} {
 			for _, compute := range []bool{false, true} {
 				l := testLink
@@ -215,7 +198,7 @@ func TestWalkerTableIVPages(t *testing.T) {
 func TestWalkerComputeTimeCounts(t *testing.T) {
 	// With compute times the load cannot end before the longest chain of
 	// computations; Google's page has 985 ms of them, mostly in a chain.
-	p := loadPage(t, "www.google.com.hk_.json")
+	p := testpages.Load(t, "www.google.com.hk_.json")
 	off := simulate(t, p, testLink, Options{}).w.PLT()
 	on := simulate(t, p, testLink, Options{Compute: true}).w.PLT()
 	if on <= off {
@@ -224,7 +207,7 @@ func TestWalkerComputeTimeCounts(t *testing.T) {
 }
 
 func TestWalkerCompleteErrors(t *testing.T) {
-	p := loadPage(t, "test1.json")
+	p := testpages.Load(t, "test1.json")
 	w := NewWalker(p, Options{Compute: true})
 	t0 := time.Unix(0, 0)
 	acts := w.Start(t0)

@@ -12,23 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shunt-net/shunt/internal/shared"
-	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/replay/site"
 )
-
-func loadShared(t *testing.T, name string) *page.Page {
-	t.Helper()
-	f, err := shared.Path("pages", name)
-	if err != nil {
-		t.Skipf("shared pages: %v", err)
-	}
-	p, err := page.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 var refRE = regexp.MustCompile(`(?:src=|href=|url\(|ins\("\w+",)"([^"]+)"`)
 
@@ -39,7 +25,7 @@ var refRE = regexp.MustCompile(`(?:src=|href=|url\(|ins\("\w+",)"([^"]+)"`)
 func TestBuildReferencesEveryObject(t *testing.T) {
 	for _, name := range []string{"test1.json", "test2.json", "test3.json", "test4.json", "www.google.com.hk_.json", "www.mediafire.com_.json", "www.amazon.co.jp_.json"} {
 		t.Run(name, func(t *testing.T) {
-			p := loadShared(t, name)
+			p := testpages.Load(t, name)
 			s, err := Build(p, true)
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +62,7 @@ func TestBuildReferencesEveryObject(t *testing.T) {
 }
 
 func TestBuildBusyLoops(t *testing.T) {
-	p := loadShared(t, "test1.json")
+	p := testpages.Load(t, "test1.json")
 	for _, compute := range []bool{false, true} {
 		s, err := Build(p, compute)
 		if err != nil {
@@ -108,7 +94,7 @@ func TestBuildBusyLoops(t *testing.T) {
 }
 
 func TestHandlerServesEscapedTargets(t *testing.T) {
-	p := loadShared(t, "test3.json")
+	p := testpages.Load(t, "test3.json")
 	s, err := Build(p, false)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +130,7 @@ func TestChromiumLoadsPage(t *testing.T) {
 	if err := Available(""); err != nil {
 		t.Skipf("needs Chromium at %s: %v", DefaultBinary, err)
 	}
-	p := loadShared(t, "test1.json")
+	p := testpages.Load(t, "test1.json")
 	s, err := Build(p, true)
 	if err != nil {
 		t.Fatal(err)

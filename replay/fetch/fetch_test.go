@@ -12,24 +12,11 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
-	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/site"
 )
-
-func loadPage(t *testing.T, graph string) *page.Page {
-	t.Helper()
-	file, err := shared.Path("pages", graph)
-	if err != nil {
-		t.Skipf("shared pages: %v", err)
-	}
-	p, err := page.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // inflight counts the requests a handler is serving at once.
 type inflight struct {
@@ -77,7 +64,7 @@ func serve(t *testing.T, h http.Handler, useTLS, h3 bool) (*site.Running, *tls.C
 // local server: Run checks every object's length, the fetcher its bytes and
 // digest; the server sees no more requests at once than the limit.
 func TestFetchersLoadPage(t *testing.T) {
-	p := loadPage(t, "www.dmm.co.jp_.json")
+	p := testpages.Load(t, "www.dmm.co.jp_.json")
 	h, err := site.NewHandler(p)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +111,7 @@ func TestFetchersLoadPage(t *testing.T) {
 // TestFetcherRejectsWrongObject serves another object's bytes (with a
 // matching digest) for one path: the load must fail naming it.
 func TestFetcherRejectsWrongObject(t *testing.T) {
-	p := loadPage(t, "www.google.com.hk_.json")
+	p := testpages.Load(t, "www.google.com.hk_.json")
 	h, err := site.NewHandler(p)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +165,7 @@ func TestConfigRejects(t *testing.T) {
 // field of its schedule (the servers schedule by it), and that HTTP/1.1
 // requests carry none.
 func TestScheduleAsksServer(t *testing.T) {
-	p := loadPage(t, "www.google.com.hk_.json")
+	p := testpages.Load(t, "www.google.com.hk_.json")
 	h, err := site.NewHandler(p)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/testpages"
+
 	"github.com/shunt-net/shunt/replay/site"
 	"github.com/shunt-net/shunt/smig"
 )
@@ -15,7 +17,7 @@ import (
 // page's objects are 258 KB on average): every object must arrive whole and
 // verified (length and digest), some of them over a migration.
 func TestSMigFetcherLoadsPage(t *testing.T) {
-	p := loadPage(t, "pinterest.com_.json")
+	p := testpages.Load(t, "pinterest.com_.json")
 	h, err := site.NewHandler(p)
 	if err != nil {
 		t.Fatal(err)
