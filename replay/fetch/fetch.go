@@ -319,6 +319,14 @@ func (l *lazyConn[C]) get(dial func() (C, error)) (C, error) {
 	return l.conn, l.err
 }
 
+// opened is how many connections were opened: 0 or 1.
+func (l *lazyConn[C]) opened() int {
+	if _, ok := l.take(); ok {
+		return 1
+	}
+	return 0
+}
+
 // take returns the connection if one was opened, for closing.
 func (l *lazyConn[C]) take() (C, bool) {
 	l.mu.Lock()

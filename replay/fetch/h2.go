@@ -59,12 +59,7 @@ func (h *h2c) roundTrip(req *http.Request) (*http.Response, int, error) {
 	return resp, 0, err
 }
 
-func (h *h2c) opened() int {
-	if _, ok := h.conn.take(); ok {
-		return 1
-	}
-	return 0
-}
+func (h *h2c) opened() int { return h.conn.opened() }
 
 func (h *h2c) close() error {
 	if cc, ok := h.conn.take(); ok {

@@ -56,12 +56,7 @@ func (h *h3) roundTrip(req *http.Request) (*http.Response, int, error) {
 	return resp, 0, err
 }
 
-func (h *h3) opened() int {
-	if _, ok := h.conn.take(); ok {
-		return 1
-	}
-	return 0
-}
+func (h *h3) opened() int { return h.conn.opened() }
 
 func (h *h3) close() error {
 	c, ok := h.conn.take()
