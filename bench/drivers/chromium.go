@@ -7,7 +7,6 @@ import (
 	"log"
 	"net"
 	"os/exec"
-	"strconv"
 	"strings"
 
 	"github.com/shunt-net/shunt/bench"
@@ -48,11 +47,9 @@ func parseChromiumParams(p bench.Protocol) (chromiumParams, error) {
 				return cp, &bench.FieldError{Field: "params.proto", Value: v, Err: errors.New("want h1, h2 or h3")}
 			}
 		case "compute":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return cp, &bench.FieldError{Field: "params.compute", Value: v, Err: errors.New("want true or false")}
+			if err := boolParam(p, k, &cp.compute); err != nil {
+				return cp, err
 			}
-			cp.compute = b
 		default:
 			return cp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver chromium (want proto, compute)")}
 		}

@@ -90,12 +90,8 @@ func parseHTTPParams(p bench.Protocol) (httpParams, error) {
 	default:
 		return hp, &bench.FieldError{Field: "params.connect", Value: v, Err: errors.New("want warm or cold")}
 	}
-	if v, ok := p.Params["tls"]; ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return hp, &bench.FieldError{Field: "params.tls", Value: v, Err: errors.New("want true or false")}
-		}
-		hp.tls = b
+	if err := boolParam(p, "tls", &hp.tls); err != nil {
+		return hp, err
 	}
 	if v, ok := p.Params["cc"]; ok {
 		hp.cc = v
@@ -491,4 +487,19 @@ func (s *httpSession) runPage(ctx context.Context, c *client, page string, sz si
 		return bench.Result{}, err
 	}
 	return bench.Result{Metrics: map[string]float64{"plt": el.Seconds(), "html": tHTML.Seconds()}}, nil
+}
+
+// boolParam sets *dst from the protocol's parameter key when it is given,
+// and leaves it as it is when not.
+func boolParam(p bench.Protocol, key string, dst *bool) error {
+	v, ok := p.Params[key]
+	if !ok {
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return &bench.FieldError{Field: "params." + key, Value: v, Err: errors.New("want true or false")}
+	}
+	*dst = b
+	return nil
 }

@@ -79,12 +79,8 @@ func parseReplayParams(p bench.Protocol) (replayParams, error) {
 		dst *bool
 	}{{"compute", &rp.compute}, {"pacing", &rp.pacing}, {"tls", &rp.cfg.TLS}}
 	for _, b := range bools {
-		if v, ok := p.Params[b.key]; ok {
-			x, err := strconv.ParseBool(v)
-			if err != nil {
-				return rp, &bench.FieldError{Field: "params." + b.key, Value: v, Err: errors.New("want true or false")}
-			}
-			*b.dst = x
+		if err := boolParam(p, b.key, b.dst); err != nil {
+			return rp, err
 		}
 	}
 	if v, ok := p.Params["smig"]; ok {
