@@ -104,6 +104,16 @@ const handshakeTTL = time.Minute
 type lineages struct {
 	mu     sync.Mutex
 	byConn map[net.Conn]*handshakeLineage
+	// order holds the records in start order, so expiry looks only at the
+	// oldest instead of scanning every record on each handshake (HTTP/1.1
+	// handshakes leave theirs for handshakeTTL). Claimed records stay in
+	// it until they age out.
+	order []startedConn
+}
+
+type startedConn struct {
+	conn net.Conn
+	h    *handshakeLineage
 }
 
 func (ls *lineages) start(nc net.Conn, now time.Time) *handshakeLineage {
@@ -114,11 +124,14 @@ func (ls *lineages) start(nc net.Conn, now time.Time) *handshakeLineage {
 	if ls.byConn == nil {
 		ls.byConn = map[net.Conn]*handshakeLineage{}
 	}
-	for c, o := range ls.byConn {
-		if now.Sub(o.started) > handshakeTTL {
-			delete(ls.byConn, c)
+	n := 0
+	for n < len(ls.order) && now.Sub(ls.order[n].h.started) > handshakeTTL {
+		if o := ls.order[n]; ls.byConn[o.conn] == o.h {
+			delete(ls.byConn, o.conn)
 		}
+		n++
 	}
+	ls.order = append(ls.order[n:], startedConn{nc, h})
 	ls.byConn[nc] = h
 	return h
 }

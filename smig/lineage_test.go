@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -259,5 +260,36 @@ func waitTicket(t *testing.T, o *origin) {
 	case <-o.sessions.ready:
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no session ticket on the primary to %s within 5 s", o.addr)
+	}
+}
+
+// Handshake records that no HTTP/2 connection claims (HTTP/1.1, failed
+// handshakes) are dropped once older than handshakeTTL, and only those.
+func TestHandshakeRecordsExpire(t *testing.T) {
+	var ls lineages
+	conn := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	old, mid, reused := conn(), conn(), conn()
+	t0 := time.Unix(1000, 0)
+	ls.start(old, t0)
+	ls.start(reused, t0)
+	ls.start(mid, t0.Add(handshakeTTL/2))
+	// The same socket key started again later must keep its new record.
+	fresh := ls.start(reused, t0.Add(handshakeTTL/2))
+	ls.start(conn(), t0.Add(handshakeTTL+time.Second))
+	if _, ok := ls.byConn[old]; ok {
+		t.Error("a record older than handshakeTTL was kept")
+	}
+	if _, ok := ls.byConn[mid]; !ok {
+		t.Error("a record younger than handshakeTTL was dropped")
+	}
+	if ls.byConn[reused] != fresh {
+		t.Error("expiring a key's old record dropped its newer one")
+	}
+	if len(ls.order) != 3 {
+		t.Errorf("%d records queued, want the 3 not expired", len(ls.order))
 	}
 }
