@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/shunt-net/shunt/bench"
@@ -26,16 +27,21 @@ func init() {
 //
 //	proto    h1 (HTTP/2 disabled: HTTP/1.1, 6 connections) | h2 | h3
 //	compute  true | false (default false): computations as busy loops
+//	pacing   true | false (default false): the server paces its TCP sockets,
+//	         as driver replay's pacing
 //
 // Objects: a page by name, as for driver replay. Metrics: plt (the
 // navigation's loadEventEnd), last_response (the latest responseEnd of any
 // object), dcl (domContentLoadedEventEnd), connected (the document's
 // connectEnd) and first_byte (its responseStart), all from navigation start.
+// Every object's length is checked (Site.Check). Counts edges, edges_kept,
+// graph_depth and browser_depth say how much of the graph's download order
+// the browser kept (Site.Edges).
 type chromiumDriver struct{}
 
 type chromiumParams struct {
-	proto   string
-	compute bool
+	proto           string
+	compute, pacing bool
 }
 
 func parseChromiumParams(p bench.Protocol) (chromiumParams, error) {
@@ -50,8 +56,12 @@ func parseChromiumParams(p bench.Protocol) (chromiumParams, error) {
 			if err := boolParam(p, k, &cp.compute); err != nil {
 				return cp, err
 			}
+		case "pacing":
+			if err := boolParam(p, k, &cp.pacing); err != nil {
+				return cp, err
+			}
 		default:
-			return cp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver chromium (want proto, compute)")}
+			return cp, &bench.FieldError{Field: "params." + k, Err: errors.New("unknown parameter of driver chromium (want proto, compute, pacing)")}
 		}
 	}
 	if cp.proto == "" {
@@ -111,7 +121,7 @@ func (chromiumDriver) Start(ctx context.Context, env *bench.Env, p bench.Protoco
 	srvHost := env.Net.Servers()[0]
 	so := bench.SockOpts{CC: serverCC}
 	s.srv, err = site.Serve(site.ServeConfig{
-		Handler: h, Addr: hostPort(env.Net, port), TLS: true, H3: cp.proto == "h3", CC: serverCC,
+		Handler: h, Addr: hostPort(env.Net, port), TLS: true, H3: cp.proto == "h3", CC: serverCC, Pacing: cp.pacing,
 		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
 		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
 		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
@@ -134,7 +144,8 @@ type chromiumSession struct {
 
 func (s *chromiumSession) Info() map[string]string {
 	return map[string]string{"client": "headless " + chromiumVersion() + " (" + s.p.proto + ")", "server": "shunt (replay/browser site)",
-		"server_cc": serverCC + " (per socket)", "client_cc": serverCC + " (the client namespace's default, set by the driver)"}
+		"server_cc": serverCC + " (per socket)", "client_cc": serverCC + " (the client namespace's default, set by the driver)",
+		"server_tcp_pacing": strconv.FormatBool(s.p.pacing)}
 }
 
 // chromiumVersion is `chromium --version`, or "chromium" if it fails.
@@ -161,13 +172,15 @@ func (s *chromiumSession) Run(ctx context.Context, r *bench.Run) (bench.Result, 
 		fmt.Fprintf(s.env.Log, "chromium: %v\n%s\n", err, out)
 		return bench.Result{}, err
 	}
-	if l.Resources != len(st.Objects)-1 {
-		return bench.Result{}, fmt.Errorf("chromium loaded %d resources of %s, want %d", l.Resources, st.Page.Name, len(st.Objects)-1)
+	if err := st.Check(l); err != nil {
+		return bench.Result{}, err
 	}
+	e := st.Edges(l)
 	return bench.Result{
 		Metrics: map[string]float64{"plt": l.PLT.Seconds(), "last_response": l.LastResponse.Seconds(), "dcl": l.DOMContentLoaded.Seconds(),
 			"connected": l.Connected.Seconds(), "first_byte": l.FirstByte.Seconds()},
-		Counts: map[string]float64{"objects": float64(len(st.Objects)), "resources": float64(l.Resources)},
+		Counts: map[string]float64{"objects": float64(len(st.Objects)), "resources": float64(l.Resources),
+			"edges": float64(e.Total), "edges_kept": float64(e.Kept), "graph_depth": float64(e.GraphDepth), "browser_depth": float64(e.BrowserDepth)},
 		Info:   map[string]string{"http": l.Protocol, "transport": "chromium-" + s.p.proto},
 		Sock:   bench.SockOpts{CC: serverCC},
 	}, nil

@@ -13,6 +13,7 @@ func TestChromiumParamErrors(t *testing.T) {
 		{"chromium", map[string]string{}, google, "params.proto"},
 		{"chromium", map[string]string{"proto": "spdy"}, google, `params.proto "spdy"`},
 		{"chromium", map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
+		{"chromium", map[string]string{"proto": "h2", "pacing": "on"}, google, `params.pacing "on"`},
 		{"chromium", map[string]string{"proto": "h2", "conns": "6"}, google, "params.conns"},
 		{"chromium", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
 	})
@@ -32,7 +33,7 @@ name: chromium-test
 reps: 1
 seed: 1
 protocols:
-  - {name: chromium-h2, driver: chromium, params: {proto: h2}}
+  - {name: chromium-h2, driver: chromium, params: {proto: h2, pacing: "true"}}
   - {name: chromium-h1, driver: chromium, params: {proto: h1}}
 objects:
   - {name: google}
@@ -46,6 +47,10 @@ objects:
 		// at least the two round trips of TCP and TLS.
 		if rec.Counts["resources"] != rec.Counts["objects"]-1 || rec.Metrics["plt"] < 0.02 || rec.Metrics["connected"] > rec.Metrics["plt"] {
 			t.Errorf("%s: counts %v, metrics %v", rec.Protocol.Name, rec.Counts, rec.Metrics)
+		}
+		// Google's graph has download chains; a browser keeps some edges.
+		if e, k := rec.Counts["edges"], rec.Counts["edges_kept"]; e == 0 || k > e || rec.Counts["browser_depth"] > rec.Counts["graph_depth"] || rec.Counts["browser_depth"] < 1 {
+			t.Errorf("%s: edges %v of %v kept, depth %v of %v", rec.Protocol.Name, k, e, rec.Counts["browser_depth"], rec.Counts["graph_depth"])
 		}
 	}
 	if len(recs) != 2 {

@@ -48,6 +48,7 @@ type browserRecord struct {
 	Config replayConfig `json:"config"`
 	Client string       `json:"client"`
 	browser.Load
+	Edges browser.Edges `json:"edges"`
 }
 
 // runChromium loads s's root from cfg.Addr in a fresh headless Chromium.
@@ -67,6 +68,10 @@ func runChromium(ctx context.Context, s *browser.Site, cfg fetch.Config, command
 		fmt.Fprintf(stderr, "chromium's log (tail):\n%s\n", out)
 		return err
 	}
+	if err := s.Check(l); err != nil {
+		return err
+	}
+	edges := s.Edges(l)
 	rc.Label = "chromium-" + cfg.Proto
 	rc.Conns, rc.Streams = 0, 0
 	fmt.Fprintf(stdout, "%s in headless Chromium (%s), %d of %d objects, server %s\n", s.Page.Name, l.Protocol, l.Resources+1, len(s.Objects), rc.Server)
@@ -76,10 +81,11 @@ func runChromium(ctx context.Context, s *browser.Site, cfg fetch.Config, command
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	fmt.Fprintf(stdout, "connected %.1f ms, first byte of the HTML %.1f ms\n", ms(l.Connected), ms(l.FirstByte))
 	fmt.Fprintf(stdout, "DOMContentLoaded %.1f ms, last response %.1f ms\nPLT %.1f ms (loadEventEnd)\n", ms(l.DOMContentLoaded), ms(l.LastResponse), ms(l.PLT))
+	fmt.Fprintf(stdout, "graph: %s\n", edges)
 	if jsonFile == "" {
 		return nil
 	}
-	return appendJSONLine(jsonFile, browserRecord{Time: time.Now().UTC(), Config: rc, Client: "chromium", Load: l})
+	return appendJSONLine(jsonFile, browserRecord{Time: time.Now().UTC(), Config: rc, Client: "chromium", Load: l, Edges: edges})
 }
 
 // siteHandler serves the pages' generated sites and names their roots.

@@ -54,6 +54,11 @@ func TestReplayBrowserFromServeSite(t *testing.T) {
 		PLT       int64        `json:"plt_ns"`
 		Resources int          `json:"resources"`
 		Protocol  string       `json:"protocol"`
+		Objects   []struct {
+			Target string `json:"target"`
+			Done   int64  `json:"done_ns"`
+		} `json:"objects"`
+		Edges browser.Edges `json:"edges"`
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
@@ -65,7 +70,10 @@ func TestReplayBrowserFromServeSite(t *testing.T) {
 	if rec.Resources != len(p.Resources())-1 || rec.Protocol != "h2" || rec.PLT <= 0 || rec.Config.Label != "chromium-h2" {
 		t.Errorf("JSON line %s", b)
 	}
-	if !strings.Contains(stdout.String(), "PLT ") {
-		t.Errorf("stdout %q: no PLT", stdout.String())
+	if len(rec.Objects) != len(p.Resources()) || rec.Objects[0].Done <= 0 || rec.Edges.Total == 0 {
+		t.Errorf("JSON line: %d objects (want %d, the first done), edges %+v", len(rec.Objects), len(p.Resources()), rec.Edges)
+	}
+	if !strings.Contains(stdout.String(), "PLT ") || !strings.Contains(stdout.String(), "download edges kept") {
+		t.Errorf("stdout %q: no PLT or edges", stdout.String())
 	}
 }

@@ -55,6 +55,20 @@ type Load struct {
 	FirstByte time.Duration `json:"first_byte_ns"`
 	Resources int           `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
 	Protocol  string        `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
+	// Objects are the document and every distinct resource URL, in the
+	// order the browser requested them (the first fetch of a URL counts).
+	Objects []Fetch `json:"objects"`
+}
+
+// Fetch is one object of a browser's load, as its resource timing shows it.
+type Fetch struct {
+	Target    string        `json:"target"`     // request target: path and query
+	Request   time.Duration `json:"request_ns"` // startTime: when the fetch was issued
+	FirstByte time.Duration `json:"first_byte_ns"`
+	Done      time.Duration `json:"done_ns"`
+	// Bytes is the body received (encodedBodySize; the site is served
+	// uncompressed, so it is the body's length).
+	Bytes int64 `json:"bytes"`
 }
 
 // timingScript waits (bounded) for loadEventEnd and reports the timings.
@@ -67,16 +81,21 @@ const timingScript = `new Promise((ok, fail) => {
       // URL fetched twice counts once.
       let last = n.responseEnd;
       const urls = new Set();
+      const objs = [{t: location.pathname + location.search, s: n.startTime, b: n.responseStart, e: n.responseEnd, n: n.encodedBodySize}];
       const walk = (w, depth) => {
         const shift = w.performance.timeOrigin - performance.timeOrigin;
         for (const r of w.performance.getEntriesByType("resource")) {
-          urls.add(r.name);
           last = Math.max(last, shift + r.responseEnd);
+          if (urls.has(r.name)) continue;
+          urls.add(r.name);
+          const u = new URL(r.name);
+          objs.push({t: u.pathname + u.search, s: shift + r.startTime, b: shift + r.responseStart, e: shift + r.responseEnd, n: r.encodedBodySize});
         }
         if (depth < 8) for (let i = 0; i < w.frames.length; i++) walk(w.frames[i], depth + 1);
       };
       walk(window, 0);
-      ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, conn: n.connectEnd, ttfb: n.responseStart, resources: urls.size, protocol: n.nextHopProtocol}));
+      objs.sort((x, y) => x.s - y.s);
+      ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, conn: n.connectEnd, ttfb: n.responseStart, resources: urls.size, protocol: n.nextHopProtocol, objects: objs}));
     } else if (performance.now() > until) {
       fail(new Error("no loadEventEnd"));
     } else {
@@ -218,13 +237,22 @@ func load(ctx context.Context, c *cdp, url string) (Load, error) {
 		PLT, Last, DCL, Conn, TTFB float64
 		Resources                  int
 		Protocol                   string
+		Objects                    []struct {
+			T       string
+			S, B, E float64
+			N       int64
+		}
 	}
 	if err := json.Unmarshal([]byte(ev.Result.Value), &t); err != nil {
 		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, ev.Result.Value, err)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	c.call(ctx, "", "Browser.close", nil, nil)
-	return Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Resources: t.Resources, Protocol: t.Protocol}, nil
+	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Resources: t.Resources, Protocol: t.Protocol}
+	for _, o := range t.Objects {
+		l.Objects = append(l.Objects, Fetch{Target: o.T, Request: ms(o.S), FirstByte: ms(o.B), Done: ms(o.E), Bytes: o.N})
+	}
+	return l, nil
 }
 
 // cdp is a DevTools protocol client over Chromium's pipe: JSON messages,

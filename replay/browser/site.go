@@ -75,6 +75,7 @@ type Object struct {
 	// Size is the graph's size; Body is longer when the markup needed to
 	// reference the children does not fit in it.
 	Size int64
+	role role
 }
 
 // Site is the generated site of one page.
@@ -151,7 +152,7 @@ func Build(p *page.Page, compute bool) (*Site, error) {
 	s := &Site{Page: p, Root: root.url, Compute: compute}
 	for _, n := range order {
 		body := n.generate(compute)
-		s.Objects = append(s.Objects, Object{URL: n.url, MIME: roleMIME[n.role], Body: pad(body, n.role, n.size), Size: n.size})
+		s.Objects = append(s.Objects, Object{URL: n.url, MIME: roleMIME[n.role], Body: pad(body, n.role, n.size), Size: n.size, role: n.role})
 	}
 	return s, nil
 }

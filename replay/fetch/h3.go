@@ -8,6 +8,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/qlog"
 )
 
 // h3 is HTTP/3 on one QUIC connection (quic-go). QUIC streams are
@@ -39,7 +40,8 @@ func (h *h3) dial(ctx context.Context) (*h3conn, error) {
 	if conf.ServerName == "" {
 		conf.ServerName, _, _ = net.SplitHostPort(h.cfg.Addr)
 	}
-	qc, err := quic.Dial(ctx, pc, addr, conf, nil)
+	// With $QLOGDIR set, the connection writes a qlog trace there.
+	qc, err := quic.Dial(ctx, pc, addr, conf, &quic.Config{Tracer: qlog.DefaultConnectionTracer})
 	if err != nil {
 		pc.Close()
 		return nil, err
