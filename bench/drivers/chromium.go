@@ -181,7 +181,7 @@ func (s *chromiumSession) Run(ctx context.Context, r *bench.Run) (bench.Result, 
 			"connected": l.Connected.Seconds(), "first_byte": l.FirstByte.Seconds()},
 		Counts: map[string]float64{"objects": float64(len(st.Objects)), "resources": float64(l.Resources),
 			"edges": float64(e.Total), "edges_kept": float64(e.Kept), "graph_depth": float64(e.GraphDepth), "browser_depth": float64(e.BrowserDepth)},
-		Info:   map[string]string{"http": l.Protocol, "transport": "chromium-" + s.p.proto},
-		Sock:   bench.SockOpts{CC: serverCC},
+		Info: map[string]string{"http": l.Protocol, "transport": "chromium-" + s.p.proto},
+		Sock: bench.SockOpts{CC: serverCC},
 	}, nil
 }
