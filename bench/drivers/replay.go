@@ -31,7 +31,7 @@ func init() {
 //	proto    h1 | h2 | h3
 //	conns    HTTP/1.1 connections at most (default 6)
 //	streams  HTTP/2 and HTTP/3 concurrent streams at most (default 100)
-//	schedule interleaved | sequential (h2, h3; default interleaved): how the
+//	schedule interleaved | sequential | browser (h2, h3; default interleaved): how the
 //	         server shares the connection between responses (fetch.Schedule)
 //	pacing   true | false (default false): the server paces its TCP sockets
 //	         (Linux's internal pacing), as quic-go paces QUIC

@@ -25,7 +25,7 @@ import (
 
 var replayCmd = &Command{
 	Name:  "replay",
-	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--schedule interleaved|sequential] [--pacing] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
+	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--schedule interleaved|sequential|browser] [--pacing] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
 	Short: "load a page's dependency graph once over HTTP/1.1, HTTP/2 or HTTP/3 and draw its waterfall",
 }
 
@@ -78,7 +78,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	proto := fs.String("proto", "h2", "`PROTO`: h1 (N connections), h2 or h3 (one connection, N streams)")
 	conns := fs.Int("conns", fetch.DefaultConns, "HTTP/1.1 connections at most")
 	streams := fs.Int("streams", fetch.DefaultStreams, "HTTP/2 and HTTP/3 concurrent streams at most")
-	schedule := fs.String("schedule", "", "`SCHEDULE` of the responses on the h2/h3 connection: interleaved (default, as the paper's SCTP) or sequential (RFC 9218's default)")
+	schedule := fs.String("schedule", "", "`SCHEDULE` of the responses on the h2/h3 connection: interleaved (default, as the paper's SCTP), sequential (RFC 9218's default) or browser (Chromium's urgencies by resource type)")
 	pacing := fs.Bool("pacing", false, "the page server paces its TCP connections (Linux's internal pacing), as quic-go paces QUIC")
 	compute := fs.Bool("compute", false, "run the graph's computations for their recorded time")
 	useTLS := fs.Bool("tls", true, "TLS for h1 and h2 (h3 always has it); false: cleartext HTTP/1.1 and h2c")

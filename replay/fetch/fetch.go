@@ -61,12 +61,37 @@ const (
 	// Sequential (u=3): one response after another in stream order, RFC
 	// 9218's default for requests that carry no priority.
 	Sequential = "sequential"
+	// Browser: the urgencies Chromium 156 sends by resource type (seen on
+	// its HTTP/2 requests): documents u=0, i; style sheets u=0; scripts
+	// u=1; images u=2, i. Fonts get u=0 and the rest u=2, i here. So the
+	// replay can be set beside a browser that gets scripts and style sheets
+	// ahead of images.
+	Browser = "browser"
 	// DefaultSchedule is the paper's multistreamed transport.
 	DefaultSchedule = Interleaved
 )
 
-// priorityHeader is the Priority field value asking for a schedule.
-var priorityHeader = map[string]string{Interleaved: "u=3, i", Sequential: "u=3"}
+// priority is the Priority field value of a request for an object of class
+// c under schedule s; "" for no schedule (H1).
+func priority(s string, c page.Class) string {
+	switch s {
+	case Interleaved:
+		return "u=3, i"
+	case Sequential:
+		return "u=3"
+	case Browser:
+		switch c {
+		case page.ClassHTML:
+			return "u=0, i"
+		case page.ClassCSS, page.ClassFont:
+			return "u=0"
+		case page.ClassJS:
+			return "u=1"
+		}
+		return "u=2, i"
+	}
+	return ""
+}
 
 // Config says how to reach the server and how much parallelism to use.
 type Config struct {
@@ -88,20 +113,24 @@ type Config struct {
 	// client applies only MigCP, a server policy runs in the server (serve
 	// with site.ServeConfig.SMig). nil: plain HTTP/2.
 	SMig *smig.Policy
-	// Schedule is Interleaved or Sequential (H2, H3; default
+	// Schedule is Interleaved, Sequential or Browser (H2, H3; default
 	// DefaultSchedule); H1 has one response per connection at a time.
 	Schedule string
 }
 
 // Label is the transport as figures name it: h1-6, h2-100, h3-100, with
-// "-seq" for the Sequential schedule and "-smig" for SMig.
+// "-seq" for the Sequential schedule, "-prio" for Browser and "-smig" for
+// SMig.
 func (c Config) Label() string {
 	if c.Proto == H1 {
 		return fmt.Sprintf("%s-%d", c.Proto, c.Conns)
 	}
 	l := fmt.Sprintf("%s-%d", c.Proto, c.Streams)
-	if c.Schedule == Sequential {
+	switch c.Schedule {
+	case Sequential:
 		l += "-seq"
+	case Browser:
+		l += "-prio"
 	}
 	if c.SMig != nil {
 		l += "-smig"
@@ -131,10 +160,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Streams < 1 || c.Streams > maxSlots {
 		return c, fmt.Errorf("streams %d: want 1 to %d", c.Streams, maxSlots)
 	}
-	if _, ok := priorityHeader[c.Schedule]; c.Proto == H1 && c.Schedule != "" {
+	if c.Proto == H1 && c.Schedule != "" {
 		return c, fmt.Errorf("schedule %q: HTTP/1.1 has no streams to schedule (h2, h3 only)", c.Schedule)
-	} else if c.Proto != H1 && !ok {
-		return c, fmt.Errorf("schedule %q: want %s or %s", c.Schedule, Interleaved, Sequential)
+	} else if c.Proto != H1 && priority(c.Schedule, "") == "" {
+		return c, fmt.Errorf("schedule %q: want %s, %s or %s", c.Schedule, Interleaved, Sequential, Browser)
 	}
 	if c.Addr == "" {
 		return c, errors.New("no server address")
@@ -255,7 +284,7 @@ func (f *Fetcher) get(ctx context.Context, obj *page.Object) (replay.Fetched, er
 	if err != nil {
 		return fd, err
 	}
-	if v, ok := priorityHeader[f.cfg.Schedule]; ok {
+	if v := priority(f.cfg.Schedule, obj.Class); v != "" {
 		req.Header.Set("Priority", v)
 	}
 	fd.Request = time.Now()
