@@ -31,7 +31,9 @@ func (s *Site) Check(l Load) error {
 // Edges says how much of the graph's download order a browser's load kept.
 // An edge is a dependency of one download on the completion of another,
 // directly or through computations; the browser kept it if it requested
-// the child no earlier than the parent's response ended.
+// the child no earlier than the parent's response ended. Timings show order,
+// not cause: a child the browser found without waiting counts as kept when
+// its parent happened to end first, so Broken is a lower bound.
 type Edges struct {
 	Total int `json:"total"`
 	Kept  int `json:"kept"`
