@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/internal/sockctl"
 )
 
 const (
@@ -88,7 +89,7 @@ func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
 	}
 	o := s.SockOpts()
 	lc := net.ListenConfig{Control: func(network, address string, rc syscall.RawConn) error {
-		return o.set(rc)
+		return sockctl.Control(rc, o.set)
 	}}
 	lc.SetMultipathTCP(s.MPTCP)
 	ln, err := lc.Listen(ctx, "tcp", s.Addr)

@@ -1,12 +1,10 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/shunt-net/shunt/internal/sockctl"
 )
 
 // SockOpts are the socket options shunt sets on every accepted connection.
@@ -31,23 +29,7 @@ func orDefault(s string) string {
 }
 
 // set applies the options that are per socket (MPTCP is chosen at listen time).
-func (o SockOpts) set(rc syscall.RawConn) error {
-	var err error
-	cerr := rc.Control(func(fd uintptr) {
-		if o.CC != "" {
-			if e := unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC); e != nil {
-				err = fmt.Errorf("set TCP_CONGESTION %q: %w", o.CC, e)
-				return
-			}
-		}
-		if o.NotSentLowat > 0 {
-			if e := unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, o.NotSentLowat); e != nil {
-				err = fmt.Errorf("set TCP_NOTSENT_LOWAT %d: %w", o.NotSentLowat, e)
-			}
-		}
-	})
-	return errors.Join(cerr, err)
-}
+func (o SockOpts) set(fd int) error { return sockctl.SetTCP(fd, o.CC, o.NotSentLowat) }
 
 // apply sets o on an accepted connection, which must be TCP when any
 // per-socket option is asked for.
@@ -55,15 +37,10 @@ func (o SockOpts) apply(c net.Conn) error {
 	if o.CC == "" && o.NotSentLowat <= 0 {
 		return nil
 	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return fmt.Errorf("socket options %v: %T is not a socket", o, c)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	if err := sockctl.ConnControl(c, o.set); err != nil {
 		return fmt.Errorf("socket options %v: %w", o, err)
 	}
-	return o.set(rc)
+	return nil
 }
 
 // ConnSockOpts reads back the options the kernel holds for a TCP connection:
@@ -83,24 +60,10 @@ func ConnSockOpts(c net.Conn) (SockOpts, error) {
 	}
 	var o SockOpts
 	o.MPTCP, _ = tc.MultipathTCP()
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return o, fmt.Errorf("socket options: %w", err)
-	}
-	var gerr error
-	cerr := rc.Control(func(fd uintptr) {
-		cc, e := unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-		if e != nil {
-			gerr = fmt.Errorf("get TCP_CONGESTION: %w", e)
-			return
-		}
-		o.CC = cc
-		lowat, e := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
-		if e != nil {
-			gerr = fmt.Errorf("get TCP_NOTSENT_LOWAT: %w", e)
-			return
-		}
-		o.NotSentLowat = int(uint32(lowat))
+	err := sockctl.ConnControl(tc, func(fd int) error {
+		cc, lowat, err := sockctl.ReadTCP(fd)
+		o.CC, o.NotSentLowat = cc, int(uint32(lowat))
+		return err
 	})
-	return o, errors.Join(cerr, gerr)
+	return o, err
 }

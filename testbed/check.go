@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shunt-net/shunt/internal/sockctl"
 	"github.com/shunt-net/shunt/netem"
 	"golang.org/x/sys/unix"
 )
@@ -374,38 +375,27 @@ func mptcpSubflows(c net.Conn) int {
 	if !ok {
 		return 0
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return 0
-	}
 	const solMPTCP, mptcpInfo = 284, 1
 	var info [64]byte
 	n := 0
-	rc.Control(func(fd uintptr) {
+	sockctl.ConnControl(tc, func(fd int) error {
 		l := uint32(len(info))
-		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, solMPTCP, mptcpInfo, uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&l)), 0)
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), solMPTCP, mptcpInfo, uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&l)), 0)
 		if e == 0 && l > 0 {
 			n = 1 + int(info[0])
 		}
+		return nil
 	})
 	return n
 }
 
 func setRcvBufForce(c *net.UDPConn, n int) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("set SO_RCVBUFFORCE %d: %w", n, serr)
-	}
-	return nil
+	return sockctl.ConnControl(c, func(fd int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n); err != nil {
+			return fmt.Errorf("set SO_RCVBUFFORCE %d: %w", n, err)
+		}
+		return nil
+	})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/sockctl"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // netnsDir is where iproute2 keeps named namespaces.
@@ -115,24 +115,7 @@ func (o SockOpts) control(network string, c syscall.RawConn) error {
 	if !strings.HasPrefix(network, "tcp") {
 		return nil
 	}
-	var serr error
-	err := c.Control(func(fd uintptr) {
-		if o.CC != "" {
-			if err := unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC); err != nil {
-				serr = fmt.Errorf("set TCP_CONGESTION %q: %w", o.CC, err)
-				return
-			}
-		}
-		if o.NotSentLowat > 0 {
-			if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, o.NotSentLowat); err != nil {
-				serr = fmt.Errorf("set TCP_NOTSENT_LOWAT %d: %w", o.NotSentLowat, err)
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return serr
+	return sockctl.Control(c, func(fd int) error { return sockctl.SetTCP(fd, o.CC, o.NotSentLowat) })
 }
 
 // DialContext dials addr from inside the namespace with o applied.
@@ -207,21 +190,11 @@ func ReadSockOpts(c net.Conn) (SockOpts, error) {
 		o.Source = la.AddrPort().Addr().Unmap()
 	}
 	o.MPTCP, _ = tc.MultipathTCP()
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return o, fmt.Errorf("read socket options: %w", err)
-	}
-	var serr error
-	err = rc.Control(func(fd uintptr) {
-		if o.CC, serr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION); serr != nil {
-			serr = fmt.Errorf("get TCP_CONGESTION: %w", serr)
-			return
-		}
-		if o.NotSentLowat, serr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT); serr != nil {
-			serr = fmt.Errorf("get TCP_NOTSENT_LOWAT: %w", serr)
-		}
+	err := sockctl.ConnControl(tc, func(fd int) (err error) {
+		o.CC, o.NotSentLowat, err = sockctl.ReadTCP(fd)
+		return err
 	})
-	return o, errors.Join(err, serr)
+	return o, err
 }
 
 // nsName is the name of a namespace owned by this process: the PID lets

@@ -3,8 +3,8 @@ package drivers
 import (
 	"fmt"
 	"net"
-	"syscall"
 
+	"github.com/shunt-net/shunt/internal/sockctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,21 +37,13 @@ func (a tcpTotals) wireBytes() int64 {
 func readTCPTotals(conns []net.Conn) (tcpTotals, error) {
 	var t tcpTotals
 	for _, c := range conns {
-		sc, ok := c.(syscall.Conn)
-		if !ok {
-			return t, fmt.Errorf("TCP_INFO: %T is not a socket", c)
-		}
-		raw, err := sc.SyscallConn()
-		if err != nil {
-			return t, fmt.Errorf("TCP_INFO: %w", err)
-		}
 		var info *unix.TCPInfo
-		var ierr error
-		if err := raw.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
+		err := sockctl.ConnControl(c, func(fd int) (err error) {
+			info, err = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+			return err
+		})
+		if err != nil {
 			return t, fmt.Errorf("TCP_INFO of %v: %w", c.LocalAddr(), err)
-		}
-		if ierr != nil {
-			return t, fmt.Errorf("TCP_INFO of %v: %w", c.LocalAddr(), ierr)
 		}
 		t.rxBytes += int64(info.Bytes_received)
 		t.rxSegs += int64(info.Segs_in)

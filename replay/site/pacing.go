@@ -1,11 +1,10 @@
 package site
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"syscall"
 
+	"github.com/shunt-net/shunt/internal/sockctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,19 +33,10 @@ func (l pacedListener) Accept() (net.Conn, error) {
 }
 
 func pace(c net.Conn) error {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return fmt.Errorf("pacing: %T has no socket", c)
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("pacing: %w", err)
-	}
-	var serr error
-	err = rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, maxPacingRate)
+	err := sockctl.ConnControl(c, func(fd int) error {
+		return unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, maxPacingRate)
 	})
-	if err = errors.Join(err, serr); err != nil {
+	if err != nil {
 		return fmt.Errorf("pacing: set SO_MAX_PACING_RATE: %w", err)
 	}
 	return nil

@@ -1,0 +1,48 @@
+package sockctl
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestSetAndReadTCP sets the options on a loopback connection and reads
+// them back from the kernel.
+func TestSetAndReadTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := ConnControl(c, func(fd int) error { return SetTCP(fd, "reno", 16384) }); err != nil {
+		t.Fatal(err)
+	}
+	var cc string
+	var lowat int
+	if err := ConnControl(c, func(fd int) (err error) { cc, lowat, err = ReadTCP(fd); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if cc != "reno" || lowat != 16384 {
+		t.Errorf("read back cc %q, notsent_lowat %d; want reno, 16384", cc, lowat)
+	}
+	err = ConnControl(c, func(fd int) error { return SetTCP(fd, "no-such-cc", 0) })
+	if err == nil || !strings.Contains(err.Error(), `TCP_CONGESTION "no-such-cc"`) {
+		t.Errorf("unknown congestion control: %v, want an error naming it", err)
+	}
+}
+
+func TestConnControlNeedsSocket(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	called := false
+	err := ConnControl(a, func(int) error { called = true; return nil })
+	if err == nil || called || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("net.Pipe: err %v, f called %v; want a 'not a socket' error and no call", err, called)
+	}
+}
