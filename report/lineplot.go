@@ -1,11 +1,8 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -18,8 +15,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // xParam computes one of bench.PlotX from a condition's first path.
@@ -156,10 +151,7 @@ func linePlots(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) ([][]
 		cols = defColms
 	}
 	cols = min(cols, len(d.objs))
-	grid := make([][]*plot.Plot, (len(d.objs)+cols-1)/cols)
-	for i := range grid {
-		grid[i] = make([]*plot.Plot, cols)
-	}
+	grid := newGrid(len(d.objs), cols)
 	for oi, obj := range d.objs {
 		p := plot.New()
 		p.Title.Text = obj
@@ -224,6 +216,16 @@ func WriteLinePlots(dir string, sc *bench.Scenario, sum bench.Summary) ([]Figure
 	return figs, nil
 }
 
+// newGrid makes rows of cols panels for n panels, the last row padded
+// with nil.
+func newGrid(n, cols int) [][]*plot.Plot {
+	grid := make([][]*plot.Plot, (n+cols-1)/cols)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
+	return grid
+}
+
 // drawGrid draws a title and under it a grid of panels (nil ones stay empty).
 func drawGrid(dc draw.Canvas, title string, grid [][]*plot.Plot) {
 	titled(dc, title)
@@ -242,30 +244,4 @@ func drawGrid(dc draw.Canvas, title string, grid [][]*plot.Plot) {
 func titled(dc draw.Canvas, title string) {
 	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(13)), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
 	dc.FillText(sty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: dc.Max.Y - vg.Millimeter*2}, title)
-}
-
-// saveCanvas renders a multi-panel figure as dir/name.png and dir/name.svg
-// and returns the SVG.
-func saveCanvas(render func(draw.Canvas), w, h vg.Length, dir, name string) ([]byte, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	png := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	render(draw.New(png))
-	var pb bytes.Buffer
-	if _, err := png.WriteTo(&pb); err != nil {
-		return nil, fmt.Errorf("drawing %s: %w", name, err)
-	}
-	svg := vgsvg.New(w, h)
-	render(draw.New(svg))
-	var sb bytes.Buffer
-	if _, err := svg.WriteTo(&sb); err != nil {
-		return nil, fmt.Errorf("drawing %s: %w", name, err)
-	}
-	for ext, b := range map[string][]byte{".png": pb.Bytes(), ".svg": sb.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name+ext), b, 0o644); err != nil {
-			return nil, fmt.Errorf("writing plot %s: %w", name, err)
-		}
-	}
-	return sb.Bytes(), nil
 }

@@ -47,9 +47,6 @@ func LinkLogSections(dir, plotDir string) ([]Section, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
-	if err := os.MkdirAll(plotDir, 0o755); err != nil {
-		return nil, err
-	}
 	var secs []Section
 	for _, f := range files {
 		rel, _ := filepath.Rel(dir, f)
@@ -77,7 +74,7 @@ func linkLogSection(file, title, plotDir, name string) (Section, error) {
 	if err != nil {
 		return Section{}, fmt.Errorf("link log %s: %w", file, err)
 	}
-	svg, err := saveFigure(p, 9*vg.Inch, 4*vg.Inch, plotDir, name)
+	svg, err := saveCanvas(p.Draw, 9*vg.Inch, 4*vg.Inch, plotDir, name)
 	if err != nil {
 		return Section{}, err
 	}

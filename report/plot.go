@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Figure is one plot, written as PNG and SVG; SVG is kept for the HTML report.
@@ -135,12 +137,9 @@ func WritePlots(dir string, sum bench.Summary) ([]Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	var figs []Figure
 	for _, d := range ds {
-		svg, err := saveFigure(d.p, d.w, 4*vg.Inch, dir, d.fig.Name)
+		svg, err := saveCanvas(d.p.Draw, d.w, 4*vg.Inch, dir, d.fig.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -150,21 +149,28 @@ func WritePlots(dir string, sum bench.Summary) ([]Figure, error) {
 	return figs, nil
 }
 
-// saveFigure writes p as dir/name.png and dir/name.svg and returns the SVG.
-func saveFigure(p *plot.Plot, w, h vg.Length, dir, name string) ([]byte, error) {
-	if err := p.Save(w, h, filepath.Join(dir, name+".png")); err != nil {
-		return nil, fmt.Errorf("writing plot %s: %w", name, err)
-	}
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
+// saveCanvas renders a figure (one plot's Draw, or a grid of panels) as
+// dir/name.png and dir/name.svg and returns the SVG.
+func saveCanvas(render func(draw.Canvas), w, h vg.Length, dir, name string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, err
+	png := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	render(draw.New(png))
+	var pb bytes.Buffer
+	if _, err := png.WriteTo(&pb); err != nil {
+		return nil, fmt.Errorf("drawing %s: %w", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".svg"), buf.Bytes(), 0o644); err != nil {
-		return nil, err
+	svg := vgsvg.New(w, h)
+	render(draw.New(svg))
+	var sb bytes.Buffer
+	if _, err := svg.WriteTo(&sb); err != nil {
+		return nil, fmt.Errorf("drawing %s: %w", name, err)
 	}
-	return buf.Bytes(), nil
+	for ext, b := range map[string][]byte{".png": pb.Bytes(), ".svg": sb.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name+ext), b, 0o644); err != nil {
+			return nil, fmt.Errorf("writing plot %s: %w", name, err)
+		}
+	}
+	return sb.Bytes(), nil
 }

@@ -204,11 +204,8 @@ func WaterfallSection(dir string, sc *bench.Scenario, recs []*bench.Record) (*Se
 			continue
 		}
 		cols := min(wfCols, len(panels))
-		grid := make([][]*plot.Plot, (len(panels)+cols-1)/cols)
+		grid := newGrid(len(panels), cols)
 		rowsMax := 0
-		for i := range grid {
-			grid[i] = make([]*plot.Plot, cols)
-		}
 		for i, pn := range panels {
 			title := fmt.Sprintf("%s: PLT %s s (run %s)", pn.rec.Protocol.Name, sec(pn.load.PLT.Seconds()), pn.rec.ID)
 			grid[i/cols][i%cols] = waterfallPlot(pn.load, title, tmax)
