@@ -188,6 +188,20 @@ func TestCutEnd(t *testing.T) {
 	}
 }
 
+// startedOnTwoPaths is a download of size bytes over wifi (28 ms) and lte
+// (65 ms) whose first two streams have their response headers.
+func startedOnTwoPaths(t *testing.T, size int64) *Scheduler {
+	t.Helper()
+	s := mustNew(t, Config{Paths: 2, Size: size})
+	s.OnStart(ms(0))
+	for id, at := range map[StreamID]int{1: 28, 2: 65} {
+		if _, err := s.OnHeaders(ms(at), id, 206, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // TestStealKeepsCreditedBytes is MP-H2 §5.8's drop as seen on the testbed:
 // lte (now 1 Mbit/s) was given credit far ahead while its estimate was high.
 // When wifi runs out of work and takes lte's tail, lte's end must not move
@@ -196,13 +210,7 @@ func TestCutEnd(t *testing.T) {
 func TestStealKeepsCreditedBytes(t *testing.T) {
 	const size, half = 2 << 20, 1 << 20
 	const credited = half + 700<<10
-	s := mustNew(t, Config{Paths: 2, Size: size})
-	s.OnStart(ms(0))
-	for id, at := range map[StreamID]int{1: 28, 2: 65} {
-		if _, err := s.OnHeaders(ms(at), id, 206, size); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := startedOnTwoPaths(t, size)
 	s.OnGrant(2, credited)
 	rates := [2]int64{6250, 1250} // bytes per 10 ms: 5 and 1 Mbit/s
 	rtts := [2]time.Duration{28 * time.Millisecond, 65 * time.Millisecond}
@@ -268,13 +276,7 @@ func TestAheadIgnoresQueueing(t *testing.T) {
 // within its response delay.
 func TestNoPipeliningBehindCredit(t *testing.T) {
 	const size, half, cut = 2 << 20, 1 << 20, 2<<20 - 100<<10
-	s := mustNew(t, Config{Paths: 2, Size: size})
-	s.OnStart(ms(0))
-	for id, at := range map[StreamID]int{1: 28, 2: 65} {
-		if _, err := s.OnHeaders(ms(at), id, 206, size); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := startedOnTwoPaths(t, size)
 	s.OnGrant(2, size)
 	s.Cut(ms(65), cut)
 	rates := [2]int64{1250, 6250} // bytes per 10 ms: wifi 1, lte 5 Mbit/s
