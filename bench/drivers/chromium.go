@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -112,20 +110,12 @@ func (chromiumDriver) Start(ctx context.Context, env *bench.Env, p bench.Protoco
 	if err != nil {
 		return nil, err
 	}
-	port := protocolPort(env, p)
 	// Chromium cannot set a socket's congestion control; the client
 	// namespace's default decides, so make it the replay's there.
 	if s.restoreCC, err = setNamespaceCC(env.Net.Client(), serverCC); err != nil {
 		return nil, fmt.Errorf("client namespace: %w", err)
 	}
-	srvHost := env.Net.Servers()[0]
-	so := bench.SockOpts{CC: serverCC}
-	s.srv, err = site.Serve(site.ServeConfig{
-		Handler: h, Addr: hostPort(env.Net, port), TLS: true, H3: cp.proto == "h3", CC: serverCC, Pacing: cp.pacing,
-		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
-		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
-		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
-	})
+	s.srv, err = serveSite(env, p, site.ServeConfig{Handler: h, TLS: true, H3: cp.proto == "h3", Pacing: cp.pacing})
 	if err != nil {
 		s.restoreCC()
 		return nil, fmt.Errorf("site server: %w", err)

@@ -144,20 +144,25 @@ func (replayDriver) Start(ctx context.Context, env *bench.Env, p bench.Protocol)
 	if err != nil {
 		return nil, err
 	}
-	port := protocolPort(env, p)
-	srvHost := env.Net.Servers()[0]
-	so := bench.SockOpts{CC: serverCC}
-	s.srv, err = site.Serve(site.ServeConfig{
-		Handler: h, Addr: hostPort(env.Net, port), TLS: rp.cfg.TLS, H3: rp.cfg.Proto == fetch.H3, CC: serverCC, Pacing: rp.pacing,
-		Listen:       func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) },
-		ListenPacket: func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) },
-		ErrorLog:     log.New(env.Log, "shunt server: ", log.LstdFlags),
-		SMig:         rp.smig.serverExtras().smig,
-	})
+	s.srv, err = serveSite(env, p, site.ServeConfig{Handler: h, TLS: rp.cfg.TLS, H3: rp.cfg.Proto == fetch.H3, Pacing: rp.pacing,
+		SMig: rp.smig.serverExtras().smig})
 	if err != nil {
 		return nil, fmt.Errorf("page server: %w", err)
 	}
 	return s, nil
+}
+
+// serveSite runs a page server for protocol p in the first server
+// namespace: on p's port, cubic on every socket, logging to the run log.
+// cfg says what it serves and speaks.
+func serveSite(env *bench.Env, p bench.Protocol, cfg site.ServeConfig) (*site.Running, error) {
+	srvHost := env.Net.Servers()[0]
+	so := bench.SockOpts{CC: serverCC}
+	cfg.Addr, cfg.CC = hostPort(env.Net, protocolPort(env, p)), serverCC
+	cfg.Listen = func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) }
+	cfg.ListenPacket = func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) }
+	cfg.ErrorLog = log.New(env.Log, "shunt server: ", log.LstdFlags)
+	return site.Serve(cfg)
 }
 
 // listenPacketIn opens a UDP socket inside h's namespace.
