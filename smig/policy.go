@@ -114,3 +114,13 @@ func (p Policy) ClientMigrate(contentLength int64) bool {
 
 // ServerSide reports whether the policy is the server's to apply.
 func (p Policy) ServerSide() bool { return p.Kind == MigSW || p.Kind == MigSP }
+
+// Split gives an experiment's two ends their parts of p: a server policy
+// runs in the server and leaves the client at NoMig, MigCP (or NoMig) runs
+// in the client and leaves the server at NoMig. Both ends speak SMig.
+func (p Policy) Split() (server, client Policy) {
+	if p.ServerSide() {
+		return p, Policy{}
+	}
+	return Policy{}, p
+}

@@ -51,3 +51,29 @@ func TestPolicyDecisions(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicySplit(t *testing.T) {
+	for _, c := range []struct {
+		in, server, client string
+	}{
+		{"migsw:1M", "migsw:1M", "nomig"},
+		{"migsp:100K", "migsp:100K", "nomig"},
+		{"migcp:1M", "nomig", "migcp:1M"},
+		{"nomig", "nomig", "nomig"},
+	} {
+		p, err := ParsePolicy(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := func(s string) Policy {
+			q, err := ParsePolicy(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		}
+		if srv, cli := p.Split(); srv != want(c.server) || cli != want(c.client) {
+			t.Errorf("%s: split into server %+v, client %+v; want %s and %s", c.in, srv, cli, c.server, c.client)
+		}
+	}
+}

@@ -88,20 +88,16 @@ func parseSMigParams(p bench.Protocol, hp httpParams) (smigParams, error) {
 func (sp smigParams) serverExtras() shuntExtras {
 	x := shuntExtras{notSentLowat: sp.lowat}
 	if sp.on {
-		x.smig = &smig.Server{}
-		if sp.policy.ServerSide() {
-			x.smig.Policy = sp.policy
-		}
+		srv, _ := sp.policy.Split()
+		x.smig = &smig.Server{Policy: srv}
 	}
 	return x
 }
 
 // clientPolicy is what the SMig client applies: migcp, else NoMig.
 func (sp smigParams) clientPolicy() smig.Policy {
-	if sp.policy.ServerSide() {
-		return smig.Policy{}
-	}
-	return sp.policy
+	_, cli := sp.policy.Split()
+	return cli
 }
 
 // awaitIdle waits until the SMig client holds a bound idle connection, so

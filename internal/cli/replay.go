@@ -130,12 +130,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if cfg.Proto != fetch.H2 || *browserMode {
 			return errors.New("--smig needs --proto h2 and the replay (not --browser)")
 		}
-		smigSrv, cfg.SMig = &smig.Server{}, &smig.Policy{}
-		if pol.ServerSide() {
-			smigSrv.Policy = pol
-		} else {
-			cfg.SMig = &pol
-		}
+		srvPol, cliPol := pol.Split()
+		smigSrv, cfg.SMig = &smig.Server{Policy: srvPol}, &cliPol
 	}
 	handler, bs, err := replayHandler(p, *browserMode, *compute)
 	if err != nil {
