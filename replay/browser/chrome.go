@@ -95,7 +95,7 @@ const timingScript = `new Promise((ok, fail) => {
       };
       walk(window, 0);
       objs.sort((x, y) => x.s - y.s);
-      ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, conn: n.connectEnd, ttfb: n.responseStart, resources: urls.size, protocol: n.nextHopProtocol, objects: objs}));
+      ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, conn: n.connectEnd, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
     } else if (performance.now() > until) {
       fail(new Error("no loadEventEnd"));
     } else {
@@ -235,7 +235,6 @@ func load(ctx context.Context, c *cdp, url string) (Load, error) {
 	}
 	var t struct {
 		PLT, Last, DCL, Conn, TTFB float64
-		Resources                  int
 		Protocol                   string
 		Objects                    []struct {
 			T       string
@@ -248,10 +247,11 @@ func load(ctx context.Context, c *cdp, url string) (Load, error) {
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	c.call(ctx, "", "Browser.close", nil, nil)
-	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Resources: t.Resources, Protocol: t.Protocol}
+	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Protocol: t.Protocol}
 	for _, o := range t.Objects {
 		l.Objects = append(l.Objects, Fetch{Target: o.T, Request: ms(o.S), FirstByte: ms(o.B), Done: ms(o.E), Bytes: o.N})
 	}
+	l.Resources = len(l.Objects) - 1 // the document is the first
 	return l, nil
 }
 
