@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // object is something shunt serves and the bytes it must send for it.
@@ -74,7 +74,7 @@ func TestClientsAgainstShunt(t *testing.T) {
 				}
 				if !tls {
 					// curl 7.88 cannot take more than 32 KiB right after a 101
-					// (see internal/peers), hence the small object for it.
+					// (see peers), hence the small object for it.
 					fetchCase{obj: small, upgrade: true}.check(t, client.name, client.fetch, srv.base)
 					if client.name == "nghttp" {
 						fetchCase{obj: big, upgrade: true}.check(t, client.name, client.fetch, srv.base)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // TestShuntGetAgainstPeers: shunt get downloads whole files and ranges from

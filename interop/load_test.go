@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // TestH2loadAgainstShunt: h2load's requests all succeed, over TLS and h2c,

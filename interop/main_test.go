@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // shuntBin is the shunt binary built once for all tests; buildErr says why

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 	"github.com/shunt-net/shunt/replay/browser"
 	"github.com/shunt-net/shunt/smig"
 	"golang.org/x/net/http2"

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
-	"github.com/shunt-net/shunt/internal/peers"
 	"github.com/shunt-net/shunt/netem"
+	"github.com/shunt-net/shunt/peers"
 	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/testbed"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/bench/emulated"
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 func TestShippedScenariosCheck(t *testing.T) {

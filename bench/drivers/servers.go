@@ -17,7 +17,7 @@ import (
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/smig"
 )

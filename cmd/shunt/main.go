@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/shunt-net/shunt/internal/cli"
+	"github.com/shunt-net/shunt/cmd/shunt/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:])) }

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
-	"github.com/shunt-net/shunt/internal/peers"
+	"github.com/shunt-net/shunt/peers"
 )
 
 func main() {
