@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 const bestOfScenario = `
@@ -47,17 +49,17 @@ func TestBestOf(t *testing.T) {
 		// no member has a run: no derived cell, no comparison
 		"c2/m-128k/big": {math.NaN(), math.NaN(), math.NaN()}, "c2/m-1m/big": {math.NaN(), math.NaN(), math.NaN()}, "c2/mp/big": {1, 1, 1},
 	}
-	var recs []*Record
+	var recs []*experiment.Record
 	for _, r := range Plan(s) {
 		v, ok := times[r.Condition.Name+"/"+r.Protocol.Name+"/"+r.Object.Name]
 		if !ok {
 			continue
 		}
 		if math.IsNaN(v[r.Rep]) {
-			recs = append(recs, &Record{Run: *r, Error: "failed"})
+			recs = append(recs, &experiment.Record{Run: *r, Error: "failed"})
 			continue
 		}
-		recs = append(recs, &Record{Run: *r, Metrics: map[string]float64{"time": v[r.Rep], "ideal": 10 * v[r.Rep]}})
+		recs = append(recs, &experiment.Record{Run: *r, Metrics: map[string]float64{"time": v[r.Rep], "ideal": 10 * v[r.Rep]}})
 	}
 	sum := Summarize(s, recs)
 

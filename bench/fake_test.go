@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // fakeNet is a Network that builds nothing; it counts what was set up and
@@ -23,17 +25,19 @@ func (fakeHost) Command(ctx context.Context, name string, args ...string) *exec.
 	return exec.CommandContext(ctx, name, args...)
 }
 func (fakeHost) Do(fn func() error) error { return fn() }
-func (fakeHost) DialContext(ctx context.Context, network, addr string, _ SockOpts) (net.Conn, error) {
+func (fakeHost) DialContext(ctx context.Context, network, addr string, _ experiment.SockOpts) (net.Conn, error) {
 	return nil, errors.New("fake host dials nothing")
 }
 
-func (fakeHost) Listen(network, addr string, _ SockOpts) (net.Listener, error) {
+func (fakeHost) Listen(network, addr string, _ experiment.SockOpts) (net.Listener, error) {
 	return nil, errors.New("fake host listens on nothing")
 }
 
-func (n *fakeNet) Client() Host      { return fakeHost{} }
-func (n *fakeNet) Servers() []Host   { return []Host{fakeHost{}} }
-func (n *fakeNet) Paths() []PathInfo { return []PathInfo{{Name: "p", ServerAddr: "10.0.0.2"}} }
+func (n *fakeNet) Client() experiment.Host    { return fakeHost{} }
+func (n *fakeNet) Servers() []experiment.Host { return []experiment.Host{fakeHost{}} }
+func (n *fakeNet) Paths() []experiment.PathInfo {
+	return []experiment.PathInfo{{Name: "p", ServerAddr: "10.0.0.2"}}
+}
 func (n *fakeNet) EmulatorCPU() (time.Duration, error) {
 	n.cpu += 10 * time.Millisecond // each call: as if the emulator worked 10 ms
 	return n.cpu, nil
@@ -53,7 +57,7 @@ type fakeFactory struct {
 	failOn string // condition whose build fails
 }
 
-func (f *fakeFactory) Check(c Condition) error {
+func (f *fakeFactory) Check(c experiment.Condition) error {
 	for i, p := range c.Paths {
 		if p.Down.Rate == "bogus" {
 			return fieldErr(fmt.Sprintf("paths[%d].down.rate", i), p.Down.Rate, "not a rate")
@@ -62,7 +66,7 @@ func (f *fakeFactory) Check(c Condition) error {
 	return nil
 }
 
-func (f *fakeFactory) Build(ctx context.Context, c Condition, seed int64) (Network, error) {
+func (f *fakeFactory) Build(ctx context.Context, c experiment.Condition, seed int64) (experiment.Network, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c.Name == f.failOn {
@@ -80,12 +84,12 @@ type fakeDriver struct {
 	started  []string // "condition/protocol" per Start
 	open     int
 	ran      []string // run IDs in order
-	fail     func(r *Run) bool
+	fail     func(r *experiment.Run) bool
 	cancelAt int // cancel the sweep during the n-th run (1-based); 0 never
 	cancel   context.CancelFunc
 }
 
-func (d *fakeDriver) Check(p Protocol, o Object) error {
+func (d *fakeDriver) Check(p experiment.Protocol, o experiment.Object) error {
 	if o.Size == "" {
 		return fieldErr("size", "", "missing")
 	}
@@ -95,7 +99,7 @@ func (d *fakeDriver) Check(p Protocol, o Object) error {
 	return nil
 }
 
-func (d *fakeDriver) Start(ctx context.Context, env *Env, p Protocol) (Session, error) {
+func (d *fakeDriver) Start(ctx context.Context, env *experiment.Env, p experiment.Protocol) (experiment.Session, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.started = append(d.started, fmt.Sprintf("%s/%s", env.Condition.Name, p.Name))
@@ -105,7 +109,7 @@ func (d *fakeDriver) Start(ctx context.Context, env *Env, p Protocol) (Session, 
 
 type fakeSession struct{ d *fakeDriver }
 
-func (s *fakeSession) Run(ctx context.Context, r *Run) (Result, error) {
+func (s *fakeSession) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
 	s.d.mu.Lock()
 	s.d.ran = append(s.d.ran, r.ID)
 	n := len(s.d.ran)
@@ -113,16 +117,16 @@ func (s *fakeSession) Run(ctx context.Context, r *Run) (Result, error) {
 	if s.d.cancelAt == n {
 		s.d.cancel()
 		<-ctx.Done()
-		return Result{}, ctx.Err()
+		return experiment.Result{}, ctx.Err()
 	}
 	if s.d.fail != nil && s.d.fail(r) {
-		return Result{}, fmt.Errorf("server reset the stream of %s", r.Object.Name)
+		return experiment.Result{}, fmt.Errorf("server reset the stream of %s", r.Object.Name)
 	}
 	v := float64(r.Seed%1000) / 1000
-	return Result{
+	return experiment.Result{
 		Metrics: map[string]float64{"time": v, "first_byte": v / 2},
 		Counts:  map[string]float64{"bytes": 10000},
-		Sock:    SockOpts{CC: "cubic"},
+		Sock:    experiment.SockOpts{CC: "cubic"},
 		Info:    map[string]string{"reused": "true"},
 	}, nil
 }

@@ -8,23 +8,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
-// Run is one measurement: a condition, a protocol, an object and a repetition.
-type Run struct {
-	ID        string    `json:"id"`
-	Scenario  string    `json:"scenario"`
-	Condition Condition `json:"condition"`
-	Protocol  Protocol  `json:"protocol"`
-	Object    Object    `json:"object"`
-	Rep       int       `json:"rep"`
-	// Seed is derived from the scenario seed and the run ID, so a run is
-	// repeatable on its own.
-	Seed int64 `json:"seed"`
-}
-
-// Labels name the summary cell a run belongs to.
-func (r *Run) Labels(metric string) Labels {
+// labels names the summary cell of a run's metric.
+func labels(r *experiment.Run, metric string) Labels {
 	return Labels{Condition: r.Condition.Name, Protocol: r.Protocol.Name, Object: r.Object.Name, Metric: metric}
 }
 
@@ -33,13 +22,13 @@ func (r *Run) Labels(metric string) Labels {
 // repetition). Renaming the scenario or editing its description keeps IDs;
 // changing a link, a parameter or an object makes new ones, so resume never
 // mistakes an old measurement for a new one.
-func RunID(seed int64, c Condition, p Protocol, o Object, rep int) string {
+func RunID(seed int64, c experiment.Condition, p experiment.Protocol, o experiment.Object, rep int) string {
 	// encoding/json sorts map keys, so the encoding is canonical.
 	b, err := json.Marshal(struct {
 		Seed      int64
-		Condition Condition
-		Protocol  Protocol
-		Object    Object
+		Condition experiment.Condition
+		Protocol  experiment.Protocol
+		Object    experiment.Object
 		Rep       int
 	}{seed, c, p, o, rep})
 	if err != nil {
@@ -52,14 +41,14 @@ func RunID(seed int64, c Condition, p Protocol, o Object, rep int) string {
 // Plan expands a scenario into its runs, grouped by condition then protocol
 // (so a network and a server are set up once for their group), repetitions
 // outermost within a group so slow drifts spread over all objects.
-func Plan(s *Scenario) []*Run {
-	var runs []*Run
+func Plan(s *Scenario) []*experiment.Run {
+	var runs []*experiment.Run
 	for _, c := range s.Conditions {
 		for _, p := range s.Protocols {
 			for rep := 0; rep < s.Reps; rep++ {
 				for _, o := range s.Objects {
 					id := RunID(s.Seed, c, p, o, rep)
-					runs = append(runs, &Run{ID: id, Scenario: s.Name, Condition: c, Protocol: p, Object: o, Rep: rep, Seed: runSeed(s.Seed, id)})
+					runs = append(runs, &experiment.Run{ID: id, Scenario: s.Name, Condition: c, Protocol: p, Object: o, Rep: rep, Seed: runSeed(s.Seed, id)})
 				}
 			}
 		}

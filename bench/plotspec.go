@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // PlotSpec asks the report for a line plot in the style of the multistreaming
@@ -67,7 +69,7 @@ func (s *Scenario) validateFigures() []error {
 		}
 	}
 	if w := s.Waterfalls; w != nil {
-		if !slices.ContainsFunc(s.Conditions, func(c Condition) bool { return c.Name == w.Condition }) {
+		if !slices.ContainsFunc(s.Conditions, func(c experiment.Condition) bool { return c.Name == w.Condition }) {
 			errs = append(errs, fieldErr("waterfalls.condition", w.Condition, "names no condition of the scenario"))
 		}
 		if w.Metric == "" {

@@ -8,22 +8,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shunt-net/shunt/experiment"
+
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
 // Progress is told about a sweep as it goes.
 type Progress interface {
-	Start(total, skipped int) // runs to do, and runs resume skipped
-	Step(rec *Record)         // one run done (or failed)
+	Start(total, skipped int)    // runs to do, and runs resume skipped
+	Step(rec *experiment.Record) // one run done (or failed)
 	Finish()
 }
 
 type nopProgress struct{}
 
-func (nopProgress) Start(int, int) {}
-func (nopProgress) Step(*Record)   {}
-func (nopProgress) Finish()        {}
+func (nopProgress) Start(int, int)          {}
+func (nopProgress) Step(*experiment.Record) {}
+func (nopProgress) Finish()                 {}
 
 // NewProgress returns a progress bar with ETA when w is a terminal, and one
 // plain line per run otherwise (logs and CI keep every run's outcome).
@@ -54,7 +56,7 @@ func (p *barProgress) Start(total, skipped int) {
 	)
 }
 
-func (p *barProgress) Step(rec *Record) {
+func (p *barProgress) Step(rec *experiment.Record) {
 	if !rec.OK() {
 		// Errors are printed above the bar, never hidden.
 		p.bar.Clear()
@@ -80,7 +82,7 @@ func (p *LineProgress) Start(total, skipped int) {
 	fmt.Fprintf(p.W, "%d runs to do (%d already done)\n", total, skipped)
 }
 
-func (p *LineProgress) Step(rec *Record) {
+func (p *LineProgress) Step(rec *experiment.Record) {
 	p.done++
 	status := formatMetrics(rec.Metrics)
 	if !rec.OK() {
@@ -99,7 +101,7 @@ func ETA(elapsed time.Duration, done, total int) time.Duration {
 	return (elapsed / time.Duration(done) * time.Duration(total-done)).Round(time.Second)
 }
 
-func cellName(r *Record) string {
+func cellName(r *experiment.Record) string {
 	return fmt.Sprintf("%s/%s/%s#%d", r.Condition.Name, r.Protocol.Name, r.Object.Name, r.Rep)
 }
 

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // Runner executes a scenario's runs into an output directory.
@@ -18,8 +20,8 @@ type Runner struct {
 	// Source is the scenario text, copied to OutDir/scenario.yaml so merge and
 	// later readers know what was run.
 	Source   []byte
-	Drivers  *Registry      // nil: the process-wide Drivers
-	Networks NetworkFactory // builds each condition's network
+	Drivers  Drivers                   // the experiments scenarios name
+	Networks experiment.NetworkFactory // builds each condition's network
 	OutDir   string
 	Shard    Shard // zero value: the whole sweep
 	Progress Progress
@@ -38,9 +40,6 @@ const ScenarioFile = "scenario.yaml"
 // only when the sweep itself could not go on.
 func (r *Runner) Run(ctx context.Context) error {
 	reg := r.Drivers
-	if reg == nil {
-		reg = Drivers
-	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -62,7 +61,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	runsFile := filepath.Join(r.OutDir, RunsFile)
-	old, err := ReadRecords(runsFile)
+	old, err := experiment.ReadRecords(runsFile)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -75,7 +74,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			done[rec.ID] = true
 		}
 	}
-	var todo []*Run
+	var todo []*experiment.Run
 	inShard := 0
 	for _, run := range Plan(r.Scenario) {
 		if !r.Shard.Has(run.ID) {
@@ -86,7 +85,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			todo = append(todo, run)
 		}
 	}
-	w, err := openRecordWriter(runsFile)
+	w, err := experiment.OpenRecordWriter(runsFile)
 	if err != nil {
 		return err
 	}
@@ -107,11 +106,11 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // runCondition runs one condition's runs (consecutive in the plan) on one network.
-func (r *Runner) runCondition(ctx context.Context, reg *Registry, w *recordWriter, runs []*Run) (err error) {
+func (r *Runner) runCondition(ctx context.Context, reg Drivers, w *experiment.RecordWriter, runs []*experiment.Run) (err error) {
 	cond := runs[0].Condition
-	fail := func(runs []*Run, what string, cause error) error {
+	fail := func(runs []*experiment.Run, what string, cause error) error {
 		for _, run := range runs {
-			rec := &Record{Run: *run, Start: r.Now(), Shard: r.shardLabel(), Error: fmt.Sprintf("%s: %v", what, cause)}
+			rec := &experiment.Record{Run: *run, Start: r.Now(), Shard: r.shardLabel(), Error: fmt.Sprintf("%s: %v", what, cause)}
 			if err := r.record(w, rec); err != nil {
 				return err
 			}
@@ -139,9 +138,8 @@ func (r *Runner) runCondition(ctx context.Context, reg *Registry, w *recordWrite
 		return err
 	}
 	defer os.RemoveAll(dir)
-	env := &Env{Condition: cond, Net: nw, Scenario: r.Scenario, Dir: dir, Log: r.Log}
-	netDesc := nw.Describe()
-	stamp := func(rec *Record) { rec.Network, rec.NetSeed = netDesc, seed }
+	env := &experiment.Env{Condition: cond, Net: nw, Objects: r.Scenario.Objects, Dir: dir, Log: r.Log}
+	stamp := func(rec *experiment.Record) { rec.NetSeed = seed }
 	for len(runs) > 0 {
 		n := 1
 		for n < len(runs) && runs[n].Protocol.Name == runs[0].Protocol.Name {
@@ -155,13 +153,15 @@ func (r *Runner) runCondition(ctx context.Context, reg *Registry, w *recordWrite
 	return nil
 }
 
-func (r *Runner) runProtocol(ctx context.Context, reg *Registry, w *recordWriter, env *Env, stamp func(*Record), runs []*Run, fail func([]*Run, string, error) error) (err error) {
+func (r *Runner) runProtocol(ctx context.Context, reg Drivers, w *experiment.RecordWriter, env *experiment.Env, stamp func(*experiment.Record), runs []*experiment.Run, fail func([]*experiment.Run, string, error) error) (err error) {
 	p := runs[0].Protocol
+	penv := *env
+	penv.Port = r.port(p)
 	d, err := reg.Lookup(p.Driver)
 	if err != nil {
 		return fail(runs, "protocol "+p.Name, err)
 	}
-	sess, err := d.Start(ctx, env, p)
+	sess, err := d.Start(ctx, &penv, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -189,43 +189,32 @@ func (r *Runner) runProtocol(ctx context.Context, reg *Registry, w *recordWriter
 	return nil
 }
 
-func (r *Runner) runOne(ctx context.Context, nw Network, sess Session, run *Run) *Record {
-	rec := &Record{Run: *run, Start: r.Now(), Shard: r.shardLabel()}
-	cpu0, cpuErr := nw.EmulatorCPU()
-	rctx, cancel := context.WithTimeout(ctx, r.Scenario.RunTimeout())
-	res, err := sess.Run(rctx, run)
-	if err == nil && rctx.Err() != nil {
-		err = fmt.Errorf("run exceeded the scenario timeout %v", r.Scenario.RunTimeout())
-	}
-	cancel()
-	cpu1, cpuErr1 := nw.EmulatorCPU()
-	rec.Duration = r.Now().Sub(rec.Start).Seconds()
-	rec.Metrics, rec.Counts, rec.Sock = res.Metrics, res.Counts, res.Sock
-	rec.Info = map[string]string{}
-	for k, v := range sess.Info() {
-		rec.Info[k] = v
-	}
-	for k, v := range res.Info {
-		rec.Info[k] = v
-	}
-	switch {
-	case cpuErr != nil || cpuErr1 != nil:
-		rec.Info["emulator_cpu_error"] = fmt.Sprint(errors.Join(cpuErr, cpuErr1))
-	default:
-		rec.EmulatorCPU = (cpu1 - cpu0).Seconds()
-	}
-	if err != nil {
-		rec.Error = err.Error()
-	}
+func (r *Runner) runOne(ctx context.Context, nw experiment.Network, sess experiment.Session, run *experiment.Run) *experiment.Record {
+	rec := experiment.RunOnce(ctx, nw, sess, run, r.Scenario.RunTimeout(), r.Now)
+	rec.Shard = r.shardLabel()
 	return rec
 }
 
-func (r *Runner) record(w *recordWriter, rec *Record) error {
+func (r *Runner) record(w *experiment.RecordWriter, rec *experiment.Record) error {
 	if err := w.Write(rec); err != nil {
 		return err
 	}
 	r.Progress.Step(rec)
 	return nil
+}
+
+// FirstPort is the server port of a scenario's first protocol; protocol i
+// gets FirstPort+i, so sessions of different protocols never meet on one
+// listener.
+const FirstPort = 8000
+
+func (r *Runner) port(p experiment.Protocol) int {
+	for i, q := range r.Scenario.Protocols {
+		if q.Name == p.Name {
+			return FirstPort + i
+		}
+	}
+	return FirstPort
 }
 
 func (r *Runner) shardLabel() string {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 const fakeScenario = `
@@ -45,15 +47,14 @@ func newFakeRunner(t *testing.T, dir string, d *fakeDriver, f *fakeFactory) *Run
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := &Registry{}
-	reg.Register("fake", d)
+	reg := Drivers{"fake": d}
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	return &Runner{Scenario: s, Source: []byte(fakeScenario), Drivers: reg, Networks: f, OutDir: dir, Now: clk.Now}
 }
 
-func readRuns(t *testing.T, dir string) []*Record {
+func readRuns(t *testing.T, dir string) []*experiment.Record {
 	t.Helper()
-	recs, err := ReadRecords(filepath.Join(dir, RunsFile))
+	recs, err := experiment.ReadRecords(filepath.Join(dir, RunsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +123,8 @@ func TestRunIDsStable(t *testing.T) {
 		t.Error("renaming the scenario changed run IDs")
 	}
 	s3 := *s
-	s3.Conditions = append([]Condition(nil), s.Conditions...)
-	s3.Conditions[0].Paths = []PathSpec{{Name: "p", Down: LinkSpec{Delay: "6ms", Rate: "100Mbit"}, Up: LinkSpec{Delay: "5ms"}}}
+	s3.Conditions = append([]experiment.Condition(nil), s.Conditions...)
+	s3.Conditions[0].Paths = []experiment.PathSpec{{Name: "p", Down: experiment.LinkSpec{Delay: "6ms", Rate: "100Mbit"}, Up: experiment.LinkSpec{Delay: "5ms"}}}
 	if Plan(&s3)[0].ID == a[0].ID {
 		t.Error("changing the link kept the run ID: resume would reuse a stale measurement")
 	}
@@ -131,7 +132,7 @@ func TestRunIDsStable(t *testing.T) {
 
 func TestRunnerResumeRetriesOnlyFailures(t *testing.T) {
 	dir := t.TempDir()
-	d, f := &fakeDriver{fail: func(r *Run) bool { return r.Object.Name == "big" && r.Rep == 1 }}, &fakeFactory{}
+	d, f := &fakeDriver{fail: func(r *experiment.Run) bool { return r.Object.Name == "big" && r.Rep == 1 }}, &fakeFactory{}
 	if err := newFakeRunner(t, dir, d, f).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestRunnerInterruptTearsDownAndRecordsNothingHalfDone(t *testing.T) {
 	d, f := &fakeDriver{cancelAt: 5, cancel: cancel}, &fakeFactory{}
 	err := newFakeRunner(t, dir, d, f).Run(ctx)
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v, want context.Canceled", err)
+		t.Fatalf("experiment.Run = %v, want context.Canceled", err)
 	}
 	if n := len(readRuns(t, dir)); n != 4 {
 		t.Errorf("%d records, want the 4 runs finished before the interrupt", n)
@@ -257,10 +258,10 @@ func TestShardsMergeToUnsplitSweep(t *testing.T) {
 		Seed   int64
 		Time   float64
 	}
-	set := func(recs []*Record) map[key]bool {
+	set := func(recs []*experiment.Record) map[key]bool {
 		m := map[key]bool{}
 		for _, r := range recs {
-			m[key{r.ID, r.Labels("time"), r.Rep, r.Seed, r.Metrics["time"]}] = true
+			m[key{r.ID, labels(&r.Run, "time"), r.Rep, r.Seed, r.Metrics["time"]}] = true
 		}
 		return m
 	}
@@ -371,7 +372,7 @@ func TestLineProgressETA(t *testing.T) {
 	var buf bytes.Buffer
 	p := &LineProgress{W: &buf, Now: clk.Now}
 	p.Start(4, 2)
-	rec := &Record{Run: Run{Condition: Condition{Name: "c"}, Protocol: Protocol{Name: "p"}, Object: Object{Name: "o"}}, Metrics: map[string]float64{"time": 0.25}}
+	rec := &experiment.Record{Run: experiment.Run{Condition: experiment.Condition{Name: "c"}, Protocol: experiment.Protocol{Name: "p"}, Object: experiment.Object{Name: "o"}}, Metrics: map[string]float64{"time": 0.25}}
 	p.Step(rec) // 1 s elapsed for 1 run: 3 left, eta 3 s
 	rec2 := *rec
 	rec2.Error = "refused"

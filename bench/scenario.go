@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // Scenario is one experiment: the cross product of its conditions, protocols
@@ -32,10 +34,10 @@ type Scenario struct {
 	// Seed is the root of every run's seed (run seed = hash(seed, run ID)).
 	Seed int64 `yaml:"seed" json:"seed"`
 	// Timeout bounds one run; a run that exceeds it is recorded as an error.
-	Timeout    string      `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	Conditions []Condition `yaml:"conditions" json:"conditions"`
-	Protocols  []Protocol  `yaml:"protocols" json:"protocols"`
-	Objects    []Object    `yaml:"objects" json:"objects"`
+	Timeout    string                 `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Conditions []experiment.Condition `yaml:"conditions" json:"conditions"`
+	Protocols  []experiment.Protocol  `yaml:"protocols" json:"protocols"`
+	Objects    []experiment.Object    `yaml:"objects" json:"objects"`
 	// Metrics orders the metrics in tables and plots; unlisted ones follow by name.
 	Metrics []string `yaml:"metrics,omitempty" json:"metrics,omitempty"`
 	// Reference holds published figures printed beside ours.
@@ -51,60 +53,8 @@ type Scenario struct {
 	BestOf []BestOf `yaml:"best_of,omitempty" json:"best_of,omitempty"`
 }
 
-// Condition is one named network setup, built once for all of its runs.
-type Condition struct {
-	Name     string     `yaml:"name" json:"name"`
-	Topology string     `yaml:"topology" json:"topology"` // single | twopath | multihomed
-	Paths    []PathSpec `yaml:"paths" json:"paths"`
-}
-
 // Topologies the runner knows, with the number of paths each needs (0: any >= 2).
 var topologies = map[string]int{"single": 1, "twopath": 2, "multihomed": 0}
-
-// PathSpec is one client-server path: a link per direction.
-type PathSpec struct {
-	Name string   `yaml:"name" json:"name"`
-	Up   LinkSpec `yaml:"up" json:"up"`     // client to server
-	Down LinkSpec `yaml:"down" json:"down"` // server to client
-}
-
-// LinkSpec is one direction of a link, as text the link emulator parses
-// (netem.ParseRate, ParseLoss, ParseQueue, trace files). Empty means the
-// emulator's default: no delay, unlimited rate, no loss, default queue.
-type LinkSpec struct {
-	Delay string `yaml:"delay,omitempty" json:"delay,omitempty"` // one-way, e.g. 25ms
-	Rate  string `yaml:"rate,omitempty" json:"rate,omitempty"`   // e.g. 10Mbit
-	Loss  string `yaml:"loss,omitempty" json:"loss,omitempty"`   // e.g. 1.5%
-	Queue string `yaml:"queue,omitempty" json:"queue,omitempty"` // e.g. droptail bytes=64KB
-	Trace string `yaml:"trace,omitempty" json:"trace,omitempty"` // bandwidth trace file
-}
-
-// Protocol is one row of the experiment: a driver and its parameters.
-type Protocol struct {
-	Name   string            `yaml:"name" json:"name"`
-	Driver string            `yaml:"driver" json:"driver"`
-	Params map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
-}
-
-// Object is what one run fetches. Drivers say which fields they use (Driver.Check).
-type Object struct {
-	Name string `yaml:"name" json:"name"`
-	Size string `yaml:"size,omitempty" json:"size,omitempty"` // e.g. 10KB
-	// Background is a concurrent download in flight while Size is fetched.
-	Background string `yaml:"background,omitempty" json:"background,omitempty"`
-	// BackgroundAfter: the object is requested once this much of the
-	// background response has arrived, so it fills the sender's buffers.
-	BackgroundAfter string `yaml:"background_after,omitempty" json:"background_after,omitempty"`
-	// Page is a synthetic page: an HTML document, then its images in parallel.
-	Page *PageSpec `yaml:"page,omitempty" json:"page,omitempty"`
-}
-
-// PageSpec is a synthetic page: HTML fetched alone, then Images objects.
-type PageSpec struct {
-	HTML      string `yaml:"html" json:"html"`
-	Images    int    `yaml:"images" json:"images"`
-	ImageSize string `yaml:"image_size" json:"image_size"`
-}
 
 // Reference is a published figure, matched to summary cells by label; an
 // empty match field matches any value.
@@ -153,24 +103,8 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	return &s, nil
 }
 
-// FieldError names the field of a scenario that is wrong.
-type FieldError struct {
-	Field string // e.g. conditions[0].paths[1].down.delay
-	Value string
-	Err   error
-}
-
-func (e *FieldError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("%s: %v", e.Field, e.Err)
-	}
-	return fmt.Sprintf("%s %q: %v", e.Field, e.Value, e.Err)
-}
-
-func (e *FieldError) Unwrap() error { return e.Err }
-
 func fieldErr(field, value string, format string, a ...any) error {
-	return &FieldError{Field: field, Value: value, Err: fmt.Errorf(format, a...)}
+	return experiment.Errorf(field, value, format, a...)
 }
 
 // Validate checks what the runner itself interprets; link texts are checked by
@@ -233,7 +167,7 @@ func (s *Scenario) Validate() error {
 			if p.Name == "" {
 				add(fieldErr(pf+".name", "", "missing"))
 			}
-			for dir, l := range map[string]LinkSpec{"up": p.Up, "down": p.Down} {
+			for dir, l := range map[string]experiment.LinkSpec{"up": p.Up, "down": p.Down} {
 				if l.Delay == "" {
 					continue
 				}
@@ -272,7 +206,7 @@ func sortErrs(errs []error) {
 
 // Check validates the scenario against the drivers and the network factory,
 // before any run, so a typo fails in a second rather than after an hour.
-func (s *Scenario) Check(reg *Registry, nf NetworkFactory) error {
+func (s *Scenario) Check(reg Drivers, nf experiment.NetworkFactory) error {
 	var errs []error
 	for i, p := range s.Protocols {
 		d, err := reg.Lookup(p.Driver)

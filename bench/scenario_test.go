@@ -1,10 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 func TestShippedScenariosParse(t *testing.T) {
@@ -57,8 +58,7 @@ func TestCheckUsesDriversAndNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := &Registry{}
-	reg.Register("fake", &fakeDriver{})
+	reg := Drivers{"fake": &fakeDriver{}}
 	if err := s.Check(reg, &fakeFactory{}); err != nil {
 		t.Fatalf("valid scenario: %v", err)
 	}
@@ -93,11 +93,11 @@ func TestSummarizeOrderAndReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []*Record
+	var recs []*experiment.Record
 	for i, r := range Plan(s) {
-		recs = append(recs, &Record{Run: *r, Metrics: map[string]float64{"time": float64(r.Rep + 1)}})
+		recs = append(recs, &experiment.Record{Run: *r, Metrics: map[string]float64{"time": float64(r.Rep + 1)}})
 		if i == 0 { // a duplicate failed record of a run that succeeded: ignored
-			recs = append(recs, &Record{Run: *r, Error: "old failure"})
+			recs = append(recs, &experiment.Record{Run: *r, Error: "old failure"})
 		}
 	}
 	sum := Summarize(s, recs)
@@ -119,23 +119,11 @@ func TestSummarizeOrderAndReference(t *testing.T) {
 	}
 	s.Metrics = []string{"time", "open"}
 	var order []string
-	for _, c := range Summarize(s, []*Record{{Run: *Plan(s)[0], Metrics: map[string]float64{"a": 1, "open": 1, "time": 1, "b": 1}}}).Cells {
+	for _, c := range Summarize(s, []*experiment.Record{{Run: *Plan(s)[0], Metrics: map[string]float64{"a": 1, "open": 1, "time": 1, "b": 1}}}).Cells {
 		order = append(order, c.Labels.Metric)
 	}
 	if strings.Join(order, ",") != "time,open,a,b" {
 		t.Errorf("metric order %v, want the scenario's then by name", order)
-	}
-}
-
-func TestReadRecordsTornLastLine(t *testing.T) {
-	good := `{"id":"a1","scenario":"s","rep":0}` + "\n" + `{"id":"a2","scenario":"s","rep":1}` + "\n"
-	recs, err := readRecords("runs.jsonl", strings.NewReader(good+`{"id":"a3","sce`))
-	if err != nil || len(recs) != 2 {
-		t.Errorf("torn last line: %d records, %v", len(recs), err)
-	}
-	_, err = readRecords("runs.jsonl", strings.NewReader(`{"id":"a1"}`+"\nnot json\n"+`{"id":"a2"}`+"\n"))
-	if err == nil || !strings.Contains(err.Error(), "runs.jsonl line 2") {
-		t.Errorf("bad middle line: %v", err)
 	}
 }
 
@@ -172,30 +160,14 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func FuzzReadRecords(f *testing.F) {
-	f.Add([]byte(`{"id":"a1","scenario":"s","rep":0,"metrics":{"time":0.5}}` + "\n"))
-	f.Add([]byte("\n\n{\"id\":\"x\"}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := readRecords("f", bytes.NewReader(data))
-		if err != nil {
-			return
-		}
-		for _, r := range recs {
-			if r.ID == "" {
-				t.Fatal("record without ID accepted")
-			}
-		}
-	})
-}
-
 func TestSummarizeFailedCellTakesTheObjectsMetric(t *testing.T) {
 	s, err := Parse("fake.yaml", []byte(fakeScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []*Record
+	var recs []*experiment.Record
 	for _, r := range Plan(s) {
-		rec := &Record{Run: *r, Metrics: map[string]float64{"time": 1}}
+		rec := &experiment.Record{Run: *r, Metrics: map[string]float64{"time": 1}}
 		if r.Protocol.Name == "b" && r.Object.Name == "big" {
 			rec.Metrics, rec.Error = nil, "stalled"
 		}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // Labels name a summary cell.
@@ -43,7 +45,7 @@ type Summary struct {
 // kept, see Latest). Cells follow the scenario's order of conditions,
 // protocols and objects; labels the scenario does not list come after, by name.
 // A cell with only failed runs is kept, with N = 0, so failures show.
-func Summarize(s *Scenario, recs []*Record) Summary {
+func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 	type acc struct {
 		vals   []float64
 		errors int
@@ -80,7 +82,7 @@ func Summarize(s *Scenario, recs []*Record) Summary {
 			}
 			cellMetrics[k][m] = true
 			note(objMetrics, r.Object.Name, m)
-			a := get(r.Labels(m))
+			a := get(labels(&r.Run, m))
 			a.vals = append(a.vals, v)
 		}
 	}
@@ -96,7 +98,7 @@ func Summarize(s *Scenario, recs []*Record) Summary {
 			ms = map[string]bool{"": true}
 		}
 		for m := range ms {
-			get(r.Labels(m)).errors++
+			get(labels(&r.Run, m)).errors++
 		}
 	}
 	out := Summary{Scenario: s.Name}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,30 +163,6 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-// LoadTrace reads a trace file. A "step:" prefix or a ".step" extension selects
-// the step format; otherwise ("trace:" prefix or any other name) the file is a
-// mahimahi trace.
-func LoadTrace(path string) (*Schedule, error) {
-	file, step := path, false
-	switch {
-	case strings.HasPrefix(path, "step:"):
-		file, step = path[len("step:"):], true
-	case strings.HasPrefix(path, "trace:"):
-		file = path[len("trace:"):]
-	default:
-		step = filepath.Ext(path) == ".step"
-	}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", file, err)
-	}
-	defer f.Close()
-	if step {
-		return ParseStepTrace(file, f)
-	}
-	return ParseMahimahiTrace(file, f)
 }
 
 // server is a rate schedule seen by the transmitter. Times are ns relative to

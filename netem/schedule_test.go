@@ -2,7 +2,6 @@ package netem
 
 import (
 	"bufio"
-	"github.com/shunt-net/shunt/internal/shared"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shunt-net/shunt/internal/shared"
 )
 
 func mustTrace(t *testing.T, text string) *Schedule {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 const bestOfScenario = `
@@ -34,11 +35,11 @@ func TestBestOfReport(t *testing.T) {
 		"mp/1MB": 0.75, "mhttp-128KB/1MB": 1, "mhttp-1MB/1MB": 1.5,
 		"mp/4MB": 3, "mhttp-128KB/4MB": 5, "mhttp-1MB/4MB": 4,
 	}
-	var recs []*bench.Record
+	var recs []*experiment.Record
 	for _, r := range bench.Plan(sc) {
-		recs = append(recs, &bench.Record{Run: *r, Metrics: map[string]float64{"time": times[r.Protocol.Name+"/"+r.Object.Name]}})
+		recs = append(recs, &experiment.Record{Run: *r, Metrics: map[string]float64{"time": times[r.Protocol.Name+"/"+r.Object.Name]}})
 	}
-	if err := bench.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
+	if err := experiment.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, _, err := Write(dir, Options{}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/replay"
 )
 
@@ -33,7 +34,7 @@ waterfalls: {condition: rtt20, metric: plt}
 
 // figPLT is the synthetic page load time: h2 is twice as fast, dmm ten
 // times slower than google, each RTT category adds a second, reps spread it.
-func figPLT(r *bench.Run) float64 {
+func figPLT(r *experiment.Run) float64 {
 	v := float64(1+condIndex(r.Condition.Name)) * float64(r.Rep+1)
 	if r.Protocol.Name == "h2" {
 		v /= 2
@@ -64,7 +65,7 @@ func synthLoad(plt float64, compute bool) *replay.Result {
 func writeFigSweep(t *testing.T) (string, *bench.Scenario) {
 	t.Helper()
 	dir, sc := newSweepDir(t, figScenario)
-	var recs []*bench.Record
+	var recs []*experiment.Record
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, r := range bench.Plan(sc) {
 		plt := figPLT(r)
@@ -72,10 +73,10 @@ func writeFigSweep(t *testing.T) (string, *bench.Scenario) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(recs, &bench.Record{Run: *r, Start: start.Add(time.Duration(i) * time.Second),
+		recs = append(recs, &experiment.Record{Run: *r, Start: start.Add(time.Duration(i) * time.Second),
 			Metrics: map[string]float64{"plt": plt}, Info: map[string]string{LoadInfo: string(load)}})
 	}
-	if err := bench.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
+	if err := experiment.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
 		t.Fatal(err)
 	}
 	return dir, sc
@@ -111,7 +112,7 @@ func TestConditionX(t *testing.T) {
 
 func TestLineDataMediansPerProtocolAndRTT(t *testing.T) {
 	dir, sc := writeFigSweep(t)
-	recs, err := bench.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +180,14 @@ func TestWaterfallRects(t *testing.T) {
 func abs(v float64) float64 { return max(v, -v) }
 
 func TestMedianRun(t *testing.T) {
-	mk := func(id string, v float64, load bool) *bench.Record {
-		r := &bench.Record{Run: bench.Run{ID: id}, Metrics: map[string]float64{"plt": v}, Info: map[string]string{}}
+	mk := func(id string, v float64, load bool) *experiment.Record {
+		r := &experiment.Record{Run: experiment.Run{ID: id}, Metrics: map[string]float64{"plt": v}, Info: map[string]string{}}
 		if load {
 			r.Info[LoadInfo] = "{}"
 		}
 		return r
 	}
-	recs := []*bench.Record{mk("a", 3, true), mk("b", 1, true), mk("c", 0.5, false), mk("d", 2, true), mk("e", 4, true)}
+	recs := []*experiment.Record{mk("a", 3, true), mk("b", 1, true), mk("c", 0.5, false), mk("d", 2, true), mk("e", 4, true)}
 	if got := medianRun(recs, "plt"); got == nil || got.ID != "d" {
 		t.Errorf("median of 1, 2, 3, 4 (c has no load): %v, want d (the lower middle)", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // Section is extra content for the HTML report, such as link-log plots drawn
@@ -36,7 +37,7 @@ const (
 // Write reads dir's runs.jsonl and scenario, and writes summary.csv,
 // summary.json, table.txt, plots/ (PNG and SVG) and report.html into dir. It
 // returns the summary so callers can also print it.
-func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*bench.Record, error) {
+func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*experiment.Record, error) {
 	src, err := os.ReadFile(filepath.Join(dir, bench.ScenarioFile))
 	if err != nil {
 		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
@@ -45,7 +46,7 @@ func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*bench.Re
 	if err != nil {
 		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
 	}
-	recs, err := bench.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
 	if err != nil {
 		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
 	}
@@ -105,7 +106,7 @@ type htmlData struct {
 	Runs      int
 	Table     string
 	Figures   []Figure
-	Failures  []*bench.Record
+	Failures  []*experiment.Record
 	Sections  []Section
 	Generated string
 	grids     []*grid
@@ -124,7 +125,7 @@ type htmlGrid struct {
 
 // HTML renders the self-contained report page.
 func HTML(d htmlData) ([]byte, error) {
-	conds := map[string]bench.Condition{}
+	conds := map[string]experiment.Condition{}
 	for _, c := range d.Scenario.Conditions {
 		conds[c.Name] = c
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/netem"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -20,11 +21,11 @@ import (
 // xParam computes one of bench.PlotX from a condition's first path.
 type xParam struct {
 	label string // axis label
-	value func(p bench.PathSpec) (float64, error)
+	value func(p experiment.PathSpec) (float64, error)
 }
 
 var xParams = map[string]xParam{
-	"rtt": {"RTT (ms)", func(p bench.PathSpec) (float64, error) {
+	"rtt": {"RTT (ms)", func(p experiment.PathSpec) (float64, error) {
 		var sum time.Duration
 		for _, d := range []string{p.Up.Delay, p.Down.Delay} {
 			if d == "" {
@@ -38,14 +39,14 @@ var xParams = map[string]xParam{
 		}
 		return float64(sum) / float64(time.Millisecond), nil
 	}},
-	"loss": {"loss (%)", func(p bench.PathSpec) (float64, error) {
+	"loss": {"loss (%)", func(p experiment.PathSpec) (float64, error) {
 		if p.Down.Loss == "" {
 			return 0, nil
 		}
 		l, err := netem.ParseLoss(p.Down.Loss)
 		return 100 * l.Mean(), err
 	}},
-	"rate": {"rate (Mbit/s)", func(p bench.PathSpec) (float64, error) {
+	"rate": {"rate (Mbit/s)", func(p experiment.PathSpec) (float64, error) {
 		if p.Down.Rate == "" {
 			return 0, fmt.Errorf("down link has no fixed rate")
 		}
@@ -187,7 +188,7 @@ func linePlots(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) ([][]
 }
 
 func protoIndex(sc *bench.Scenario, name string) int {
-	i := slices.IndexFunc(sc.Protocols, func(p bench.Protocol) bool { return p.Name == name })
+	i := slices.IndexFunc(sc.Protocols, func(p experiment.Protocol) bool { return p.Name == name })
 	if i < 0 {
 		return len(sc.Protocols)
 	}

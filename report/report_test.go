@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 const scenario = `
@@ -37,21 +38,21 @@ notes: ["a note"]
 func writeSweep(t *testing.T) string {
 	t.Helper()
 	dir, sc := newSweepDir(t, scenario)
-	var recs []*bench.Record
+	var recs []*experiment.Record
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, r := range bench.Plan(sc) {
 		v := 0.25 * float64(r.Rep+1) // exact in binary, so the CSV is too
 		if r.Protocol.Name == "h2" && r.Object.Name == "during" {
 			v = 8 + float64(r.Rep)
 		}
-		rec := &bench.Record{Run: *r, Start: start.Add(time.Duration(i) * time.Second), Metrics: map[string]float64{"time": v},
-			Sock: bench.SockOpts{CC: "cubic"}, Info: map[string]string{"server": "shunt/dev"}, Network: map[string]string{"mtu": "1500"}}
+		rec := &experiment.Record{Run: *r, Start: start.Add(time.Duration(i) * time.Second), Metrics: map[string]float64{"time": v},
+			Sock: experiment.SockOpts{CC: "cubic"}, Info: map[string]string{"server": "shunt/dev"}, Network: map[string]string{"mtu": "1500"}}
 		if r.Protocol.Name == "h1" && r.Object.Name == "during" && r.Rep == 3 {
 			rec.Metrics, rec.Error = nil, "connection refused"
 		}
 		recs = append(recs, rec)
 	}
-	if err := bench.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
+	if err := experiment.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // column is one (key, metric) of a condition's table, where key is an object
@@ -131,7 +132,7 @@ type Facts struct {
 }
 
 // CollectFacts reads the facts from run records.
-func CollectFacts(recs []*bench.Record) Facts {
+func CollectFacts(recs []*experiment.Record) Facts {
 	f := Facts{Protocol: map[string]map[string][]string{}, Condition: map[string]map[string][]string{}}
 	add := func(m map[string]map[string][]string, k1, k2, v string) {
 		if v == "" {
@@ -176,7 +177,7 @@ func sortedKeys(m map[string][]string) []string {
 }
 
 // LinkText describes a condition's links as configured.
-func LinkText(c bench.Condition) string {
+func LinkText(c experiment.Condition) string {
 	var parts []string
 	for _, p := range c.Paths {
 		parts = append(parts, fmt.Sprintf("%s: down %s; up %s", p.Name, linkSpec(p.Down), linkSpec(p.Up)))
@@ -184,7 +185,7 @@ func LinkText(c bench.Condition) string {
 	return strings.Join(parts, " | ")
 }
 
-func linkSpec(l bench.LinkSpec) string {
+func linkSpec(l experiment.LinkSpec) string {
 	var f []string
 	for _, kv := range [][2]string{{"delay", l.Delay}, {"rate", l.Rate}, {"trace", l.Trace}, {"loss", l.Loss}, {"queue", l.Queue}} {
 		if kv[1] != "" {
@@ -200,9 +201,9 @@ func linkSpec(l bench.LinkSpec) string {
 // WriteTable prints the summary as one table per condition: protocols as
 // rows, (object, metric) as columns with the published figure beside ours,
 // then the setup facts, errors and the scenario's notes.
-func WriteTable(w io.Writer, sc *bench.Scenario, sum bench.Summary, recs []*bench.Record) error {
+func WriteTable(w io.Writer, sc *bench.Scenario, sum bench.Summary, recs []*experiment.Record) error {
 	facts := CollectFacts(recs)
-	conds := map[string]bench.Condition{}
+	conds := map[string]experiment.Condition{}
 	for _, c := range sc.Conditions {
 		conds[c.Name] = c
 	}
@@ -281,8 +282,8 @@ func refSources(sum bench.Summary) []string {
 }
 
 // failures are the runs whose latest record is an error.
-func failures(recs []*bench.Record) []*bench.Record {
-	var out []*bench.Record
+func failures(recs []*experiment.Record) []*experiment.Record {
+	var out []*experiment.Record
 	for _, r := range bench.Latest(recs) {
 		if !r.OK() {
 			out = append(out, r)

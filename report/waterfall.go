@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/replay"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -126,7 +127,7 @@ func waterfallPlot(r *replay.Result, title string, tmax float64) *plot.Plot {
 }
 
 // loadOf decodes the page load a run recorded; nil if it recorded none.
-func loadOf(rec *bench.Record) (*replay.Result, error) {
+func loadOf(rec *experiment.Record) (*replay.Result, error) {
 	s, ok := rec.Info[LoadInfo]
 	if !ok || !rec.OK() {
 		return nil, nil
@@ -141,8 +142,8 @@ func loadOf(rec *bench.Record) (*replay.Result, error) {
 // medianRun picks, among the runs that recorded a load and have the metric,
 // the one with the median value (the lower of the middle two), ties broken
 // by run ID so the choice never depends on file order.
-func medianRun(recs []*bench.Record, metric string) *bench.Record {
-	var c []*bench.Record
+func medianRun(recs []*experiment.Record, metric string) *experiment.Record {
+	var c []*experiment.Record
 	for _, r := range recs {
 		if _, ok := r.Metrics[metric]; ok && r.OK() && r.Info[LoadInfo] != "" {
 			c = append(c, r)
@@ -151,7 +152,7 @@ func medianRun(recs []*bench.Record, metric string) *bench.Record {
 	if len(c) == 0 {
 		return nil
 	}
-	slices.SortFunc(c, func(a, b *bench.Record) int {
+	slices.SortFunc(c, func(a, b *experiment.Record) int {
 		if x, y := a.Metrics[metric], b.Metrics[metric]; x != y {
 			if x < y {
 				return -1
@@ -167,13 +168,13 @@ func medianRun(recs []*bench.Record, metric string) *bench.Record {
 // per object one figure with a panel per protocol, each the median run of
 // the condition. It returns nil when the scenario asks for none or no run
 // recorded a load.
-func WaterfallSection(dir string, sc *bench.Scenario, recs []*bench.Record) (*Section, error) {
+func WaterfallSection(dir string, sc *bench.Scenario, recs []*experiment.Record) (*Section, error) {
 	spec := sc.Waterfalls
 	if spec == nil {
 		return nil, nil
 	}
 	type key struct{ obj, proto string }
-	byCell := map[key][]*bench.Record{}
+	byCell := map[key][]*experiment.Record{}
 	for _, r := range bench.Latest(recs) {
 		if r.Condition.Name == spec.Condition {
 			k := key{r.Object.Name, r.Protocol.Name}
@@ -183,7 +184,7 @@ func WaterfallSection(dir string, sc *bench.Scenario, recs []*bench.Record) (*Se
 	var body strings.Builder
 	for _, o := range sc.Objects {
 		type panel struct {
-			rec  *bench.Record
+			rec  *experiment.Record
 			load *replay.Result
 		}
 		var panels []panel

@@ -97,7 +97,7 @@ func CheckRTT(ctx context.Context) (CheckResult, error) {
 	}()
 	start, cpu0 := time.Now(), n.EmulatorCPU()
 	rtts := make([]float64, 0, 100)
-	d := bulkOpts.dialer("tcp")
+	d := bulkOpts.Dialer("tcp")
 	// One trip into the namespace for all connects, so the time measured is
 	// the connect alone.
 	err = n.Client.Do(func() error {

@@ -120,7 +120,7 @@ func (o SockOpts) control(network string, c syscall.RawConn) error {
 
 // DialContext dials addr from inside the namespace with o applied.
 func (n *NS) DialContext(ctx context.Context, network, addr string, o SockOpts) (net.Conn, error) {
-	d := o.dialer(network)
+	d := o.Dialer(network)
 	var c net.Conn
 	err := n.Do(func() (err error) {
 		c, err = d.DialContext(ctx, network, addr)
@@ -132,9 +132,9 @@ func (n *NS) DialContext(ctx context.Context, network, addr string, o SockOpts) 
 	return c, nil
 }
 
-// dialer is a net.Dialer that applies o; it dials in the namespace of the
-// thread that calls it, so use it inside Do.
-func (o SockOpts) dialer(network string) *net.Dialer {
+// Dialer is a net.Dialer that applies o; it dials in the namespace of the
+// thread that calls it (inside Do for a namespace of the testbed).
+func (o SockOpts) Dialer(network string) *net.Dialer {
 	d := &net.Dialer{Control: func(nw, _ string, c syscall.RawConn) error { return o.control(nw, c) }}
 	d.SetMultipathTCP(o.MPTCP)
 	if o.Source.IsValid() {
@@ -152,8 +152,7 @@ func (o SockOpts) dialer(network string) *net.Dialer {
 // socket; accepted connections inherit the congestion control and
 // TCP_NOTSENT_LOWAT from it.
 func (n *NS) Listen(network, addr string, o SockOpts) (net.Listener, error) {
-	lc := net.ListenConfig{Control: func(nw, _ string, c syscall.RawConn) error { return o.control(nw, c) }}
-	lc.SetMultipathTCP(o.MPTCP)
+	lc := o.ListenConfig()
 	var l net.Listener
 	err := n.Do(func() (err error) {
 		l, err = lc.Listen(context.Background(), network, addr)
@@ -176,6 +175,14 @@ func (n *NS) ListenPacket(network, addr string) (net.PacketConn, error) {
 		return nil, fmt.Errorf("listen %s %s in %s: %w", network, addr, n.Name, err)
 	}
 	return pc, nil
+}
+
+// ListenConfig listens with o applied to the listening socket, in the
+// namespace of the thread that calls it.
+func (o SockOpts) ListenConfig() *net.ListenConfig {
+	lc := &net.ListenConfig{Control: func(nw, _ string, c syscall.RawConn) error { return o.control(nw, c) }}
+	lc.SetMultipathTCP(o.MPTCP)
+	return lc
 }
 
 // ReadSockOpts reads back the settings of a TCP connection, so a runner records

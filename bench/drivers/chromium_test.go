@@ -3,19 +3,18 @@ package drivers
 import (
 	"testing"
 
-	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/replay/browser"
 )
 
 func TestChromiumParamErrors(t *testing.T) {
-	google := bench.Object{Name: "google"}
+	google := experiment.Object{Name: "google"}
 	wantCheckErrors(t, []checkCase{
-		{"chromium", map[string]string{}, google, "params.proto"},
 		{"chromium", map[string]string{"proto": "spdy"}, google, `params.proto "spdy"`},
 		{"chromium", map[string]string{"proto": "h2", "compute": "maybe"}, google, `params.compute "maybe"`},
 		{"chromium", map[string]string{"proto": "h2", "pacing": "on"}, google, `params.pacing "on"`},
 		{"chromium", map[string]string{"proto": "h2", "conns": "6"}, google, "params.conns"},
-		{"chromium", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
+		{"chromium", map[string]string{"proto": "h2"}, experiment.Object{Name: "nosuchpage"}, "not a Table IV page"},
 	})
 }
 

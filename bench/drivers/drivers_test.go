@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
-	"github.com/shunt-net/shunt/bench/emulated"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/peers"
 )
 
@@ -19,14 +20,14 @@ func TestShippedScenariosCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Check(bench.Drivers, &emulated.Factory{}); err != nil {
+		if err := s.Check(Table, &emulated.Factory{Shipped: bench.ShippedFile}); err != nil {
 			t.Errorf("shipped scenario %s: %v", n, err)
 		}
 	}
 }
 
 func TestParamErrors(t *testing.T) {
-	obj := bench.Object{Name: "o", Size: "10KB"}
+	obj := experiment.Object{Name: "o", Size: "10KB"}
 	wantCheckErrors(t, []checkCase{
 		{"http", map[string]string{"proto": "h3"}, obj, `params.proto "h3"`},
 		{"http", map[string]string{"proto": "h2", "server": "apache"}, obj, `params.server "apache"`},
@@ -34,11 +35,11 @@ func TestParamErrors(t *testing.T) {
 		{"http", map[string]string{"proto": "h1", "conns": "0"}, obj, `params.conns "0"`},
 		{"http", map[string]string{"proto": "h1", "connect": "lukewarm"}, obj, `params.connect "lukewarm"`},
 		{"http", map[string]string{"proto": "h1", "colour": "red"}, obj, "params.colour"},
-		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Size: "10 KB"}, `size "10 KB"`},
-		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Size: "10KB", Background: "1MB", BackgroundAfter: "2MB"}, "background_after"},
-		{"http", map[string]string{"proto": "h2"}, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 0, ImageSize: "1KB"}}, "page.images"},
+		{"http", map[string]string{"proto": "h2"}, experiment.Object{Name: "o", Size: "10 KB"}, `size "10 KB"`},
+		{"http", map[string]string{"proto": "h2"}, experiment.Object{Name: "o", Size: "10KB", Background: "1MB", BackgroundAfter: "2MB"}, "background_after"},
+		{"http", map[string]string{"proto": "h2"}, experiment.Object{Name: "o", Page: &experiment.PageSpec{HTML: "1KB", Images: 0, ImageSize: "1KB"}}, "page.images"},
 		{"tcp", map[string]string{"conns": "x"}, obj, `params.conns "x"`},
-		{"tcp", nil, bench.Object{Name: "o", Page: &bench.PageSpec{HTML: "1KB", Images: 1, ImageSize: "1KB"}}, "transfers a size only"},
+		{"tcp", nil, experiment.Object{Name: "o", Page: &experiment.PageSpec{HTML: "1KB", Images: 1, ImageSize: "1KB"}}, "transfers a size only"},
 	})
 }
 
@@ -47,18 +48,18 @@ func TestParamErrors(t *testing.T) {
 type checkCase struct {
 	driver string
 	params map[string]string
-	obj    bench.Object
+	obj    experiment.Object
 	want   string
 }
 
 func wantCheckErrors(t *testing.T, cases []checkCase) {
 	t.Helper()
 	for _, tc := range cases {
-		d, err := bench.Drivers.Lookup(tc.driver)
+		d, err := Table.Lookup(tc.driver)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = d.Check(bench.Protocol{Name: "p", Driver: tc.driver, Params: tc.params}, tc.obj)
+		err = d.Check(experiment.Protocol{Name: "p", Driver: tc.driver, Params: tc.params}, tc.obj)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v %+v: error %v, want %q", tc.driver, tc.params, tc.obj, err, tc.want)
 		}
@@ -66,7 +67,7 @@ func wantCheckErrors(t *testing.T, cases []checkCase) {
 }
 
 // sweep runs a scenario end to end over the real testbed (root needed).
-func sweep(t *testing.T, yaml string) []*bench.Record {
+func sweep(t *testing.T, yaml string) []*experiment.Record {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces and TUN devices")
@@ -82,11 +83,11 @@ func sweep(t *testing.T, yaml string) []*bench.Record {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var log strings.Builder
-	r := &bench.Runner{Scenario: s, Source: []byte(yaml), Networks: &emulated.Factory{}, OutDir: dir, Log: &log}
+	r := &bench.Runner{Scenario: s, Source: []byte(yaml), Networks: &emulated.Factory{Shipped: bench.ShippedFile}, Drivers: Table, OutDir: dir, Log: &log}
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("sweep: %v\nlog:\n%s", err, log.String())
 	}
-	recs, err := bench.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

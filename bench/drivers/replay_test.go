@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 )
 
 func TestReplayParamErrors(t *testing.T) {
-	google := bench.Object{Name: "google"}
+	google := experiment.Object{Name: "google"}
 	wantCheckErrors(t, []checkCase{
-		{"replay", map[string]string{"proto": "h4"}, google, `protocol "h4"`},
+		{"replay", map[string]string{"proto": "h4"}, google, `params.proto "h4": want h1, h2 or h3`},
 		{"replay", map[string]string{"proto": "h1", "conns": "x"}, google, `params.conns "x"`},
 		{"replay", map[string]string{"proto": "h1", "conns": "0"}, google, `params.conns "0"`},
 		{"replay", map[string]string{"proto": "h1", "conns": "5000"}, google, "connections 5000"},
@@ -25,8 +25,8 @@ func TestReplayParamErrors(t *testing.T) {
 		{"replay", map[string]string{"proto": "h2", "pacing": "maybe"}, google, `params.pacing "maybe"`},
 		{"replay", map[string]string{"proto": "h1", "smig": "migsp"}, google, `params.smig "migsp": SMig needs proto h2`},
 		{"replay", map[string]string{"proto": "h2", "smig": "migzz"}, google, `params.smig "migzz"`},
-		{"replay", map[string]string{"proto": "h2"}, bench.Object{Name: "nosuchpage"}, "not a Table IV page"},
-		{"replay", map[string]string{"proto": "h2"}, bench.Object{Name: "google", Size: "1KB"}, "takes a page by name only"},
+		{"replay", map[string]string{"proto": "h2"}, experiment.Object{Name: "nosuchpage"}, "not a Table IV page"},
+		{"replay", map[string]string{"proto": "h2"}, experiment.Object{Name: "google", Size: "1KB"}, "takes a page by name only"},
 	})
 }
 

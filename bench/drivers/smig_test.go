@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 func TestSMigParamErrors(t *testing.T) {
-	obj := bench.Object{Name: "o", Size: "10KB"}
+	obj := experiment.Object{Name: "o", Size: "10KB"}
 	wantCheckErrors(t, []checkCase{
 		{"http", map[string]string{"proto": "h2", "smig": "migxx"}, obj, `params.smig "migxx"`},
 		{"http", map[string]string{"proto": "h1", "smig": "migsw"}, obj, "SMig needs proto h2 and server shunt"},
@@ -19,18 +19,6 @@ func TestSMigParamErrors(t *testing.T) {
 		{"http", map[string]string{"proto": "h2", "smig": "migsw", "smig_pool": "none"}, obj, `params.smig_pool "none"`},
 		{"http", map[string]string{"proto": "h2", "smig_pool": "ondemand"}, obj, "needs params.smig"},
 	})
-	ok := map[string]string{"proto": "h2", "smig": "migcp:2M", "notsent_lowat": "16384", "background": "complete", "priority": "i"}
-	hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sp := hp.smig; !sp.on || sp.clientPolicy().Threshold != 2<<20 || sp.serverExtras().smig.Policy.ServerSide() || sp.lowat != 16384 || !sp.complete || sp.priority != "i" || sp.onDemand {
-		t.Errorf("params %v parsed as %+v", ok, hp.smig)
-	}
-	ok["smig_pool"] = "ondemand"
-	if hp, err := parseHTTPParams(bench.Protocol{Name: "p", Driver: "http", Params: ok}); err != nil || !hp.smig.onDemand {
-		t.Errorf("params %v parsed as %+v, %v", ok, hp.smig, err)
-	}
 }
 
 // TestSMigDriverOverTestbed runs the SMig rows end to end: the server and

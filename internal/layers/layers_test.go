@@ -20,7 +20,7 @@ var floors = map[string]int{
 	// things that run: the server, namespaces and links, the multipath client, peer launchers
 	"server": 3, "testbed": 3, "mph2": 3, "peers": 3,
 	// experiments
-	"replay": 4,
+	"replay": 4, "experiment": 4,
 	// scenarios, runner, sharding, merge
 	"bench": 5,
 	// tables, plots, HTML from records

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,4 +62,22 @@ func ReadTCP(fd int) (cc string, notSentLowat int, err error) {
 		return cc, 0, fmt.Errorf("get TCP_NOTSENT_LOWAT: %w", err)
 	}
 	return cc, notSentLowat, nil
+}
+
+// mptcpInfo is MPTCP_INFO (linux/mptcp.h, Linux 5.16), which x/sys does
+// not name.
+const mptcpInfo = 1
+
+// MPTCPSubflows is the number of subflows an MPTCP socket has beyond its
+// first (struct mptcp_info's mptcpi_subflows, its first byte).
+func MPTCPSubflows(fd int) (int, error) {
+	var info [64]byte
+	n := uint32(len(info))
+	if _, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_MPTCP, mptcpInfo, uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&n)), 0); errno != 0 {
+		return 0, fmt.Errorf("get MPTCP_INFO: %w", errno)
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("get MPTCP_INFO: %d bytes", n)
+	}
+	return int(info[0]), nil
 }

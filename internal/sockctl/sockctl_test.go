@@ -46,3 +46,38 @@ func TestConnControlNeedsSocket(t *testing.T) {
 		t.Errorf("net.Pipe: err %v, f called %v; want a 'not a socket' error and no call", err, called)
 	}
 }
+
+// TestMPTCPSubflows reads an MPTCP loopback connection's subflow count (no
+// path manager endpoint: none beyond the first) and refuses a plain TCP
+// socket.
+func TestMPTCPSubflows(t *testing.T) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var d net.Dialer
+	d.SetMultipathTCP(true)
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if on, _ := c.(*net.TCPConn).MultipathTCP(); !on {
+		t.Skip("MPTCP not available in this kernel (the connection fell back to TCP)")
+	}
+	var n int
+	if err := ConnControl(c, func(fd int) (err error) { n, err = MPTCPSubflows(fd); return err }); err != nil || n != 0 {
+		t.Errorf("MPTCPSubflows = %d, %v; want 0 extra subflows on loopback", n, err)
+	}
+	plain, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := ConnControl(plain, func(fd int) error { _, err := MPTCPSubflows(fd); return err }); err == nil {
+		t.Error("MPTCPSubflows of a plain TCP socket: no error")
+	}
+}

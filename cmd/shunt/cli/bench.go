@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
-	_ "github.com/shunt-net/shunt/bench/drivers" // registers the drivers
-	"github.com/shunt-net/shunt/bench/emulated"
+	"github.com/shunt-net/shunt/bench/drivers"
+	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/report"
 )
 
@@ -88,7 +88,7 @@ func runBench(ctx context.Context, args []string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: it builds network namespaces and TUN devices for the emulated links")
 	}
-	nf := &emulated.Factory{}
+	nf := &emulated.Factory{Shipped: bench.ShippedFile}
 	if *linkLog {
 		nf.LogDir = filepath.Join(dir, linkLogDir)
 	}
@@ -101,7 +101,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	defer logf.Close()
 	r := &bench.Runner{
-		Scenario: sc, Source: src, Networks: nf,
+		Scenario: sc, Source: src, Networks: nf, Drivers: drivers.Table,
 		OutDir: dir, Shard: shard, Progress: bench.NewProgress(os.Stderr), Log: logf,
 	}
 	fmt.Fprintf(os.Stderr, "shunt bench %s: %d runs in %s\n", sc.Name, len(bench.Plan(sc)), dir)

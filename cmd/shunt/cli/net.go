@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/netem"
 	"github.com/shunt-net/shunt/testbed"
 )
@@ -56,8 +58,8 @@ type linkFlags struct {
 
 var linkKeys = []struct{ key, help string }{
 	{"delay", "one-way `DELAY` (RTT is twice it), e.g. 25ms"},
-	{"rate", "`RATE` such as 10Mbit, or trace:FILE / step:FILE (default unlimited)"},
-	{"trace", "bandwidth trace `FILE` (mahimahi or step format, chosen by LoadTrace)"},
+	{"rate", "`RATE` such as 10Mbit, or a trace trace:FILE / step:FILE (default unlimited)"},
+	{"trace", "bandwidth trace `FILE`: [trace:|step:]FILE[@OFFSET], mahimahi unless step: or .step"},
 	{"loss", "random loss: `LOSS` such as 1.5% or ge:p=0.01,r=0.3"},
 	{"queue", "bottleneck `QUEUE`: droptail[:packets=N|bytes=N], fq[...], codel[...]"},
 }
@@ -72,55 +74,53 @@ func addLinkFlags(fs *flag.FlagSet) *linkFlags {
 	return lf
 }
 
-// configs returns the up and down link configurations the flags describe.
-func (lf *linkFlags) configs() (up, down netem.LinkConfig, err error) {
+// specs returns the up and down links the flags describe, as the text a
+// scenario's condition holds (experiment.LinkSpec); a rate given as a
+// trace reference (trace:FILE, step:FILE) is the link's trace.
+func (lf *linkFlags) specs() (up, down experiment.LinkSpec, err error) {
 	pick := func(dir map[string]*string, k string) string {
 		if v := *dir[k]; v != "" {
 			return v
 		}
 		return *lf.both[k]
 	}
-	build := func(dir map[string]*string, name string) (netem.LinkConfig, error) {
-		var c netem.LinkConfig
-		var errs []error
-		add := func(flag string, err error) {
-			if err != nil {
-				errs = append(errs, fmt.Errorf("--%s (%s): %w", flag, name, err))
+	build := func(dir map[string]*string, name string) (experiment.LinkSpec, error) {
+		l := experiment.LinkSpec{Delay: pick(dir, "delay"), Rate: pick(dir, "rate"), Trace: pick(dir, "trace"), Loss: pick(dir, "loss"), Queue: pick(dir, "queue")}
+		if strings.HasPrefix(l.Rate, "trace:") || strings.HasPrefix(l.Rate, "step:") {
+			if l.Trace != "" {
+				return l, fmt.Errorf("--rate and --trace (%s): give either a rate or a trace", name)
 			}
+			l.Rate, l.Trace = "", l.Rate
 		}
-		if v := pick(dir, "delay"); v != "" {
-			var err error
-			c.Delay, err = netem.ParseDelay(v)
-			add("delay", err)
+		if l.Rate != "" && l.Trace != "" {
+			return l, fmt.Errorf("--rate and --trace (%s): give either a rate or a trace", name)
 		}
-		if v := pick(dir, "rate"); v != "" {
-			var err error
-			c.RateBps, c.Trace, err = netem.ParseBandwidth(v)
-			add("rate", err)
-		}
-		if v := pick(dir, "trace"); v != "" {
-			if c.RateBps != 0 || c.Trace != nil {
-				add("trace", errors.New("give either a rate or a trace"))
-			} else {
-				var err error
-				c.Trace, err = netem.LoadTrace(v)
-				add("trace", err)
-			}
-		}
-		if v := pick(dir, "loss"); v != "" {
-			var err error
-			c.Loss, err = netem.ParseLoss(v)
-			add("loss", err)
-		}
-		if v := pick(dir, "queue"); v != "" {
-			var err error
-			c.Queue, err = netem.ParseQueue(v)
-			add("queue", err)
-		}
-		return c, errors.Join(errs...)
+		return l, nil
 	}
 	up, uerr := build(lf.up, "up")
 	down, derr := build(lf.down, "down")
+	return up, down, errors.Join(uerr, derr)
+}
+
+// condition is the one-path condition the link flags describe, checked
+// (every text parsed, trace files read) by the factory that will build it.
+func (lf *linkFlags) condition(nf *emulated.Factory) (experiment.Condition, error) {
+	up, down, err := lf.specs()
+	if err != nil {
+		return experiment.Condition{}, err
+	}
+	c := experiment.Condition{Name: "link", Topology: "single", Paths: []experiment.PathSpec{{Name: "link", Up: up, Down: down}}}
+	return c, nf.Check(c)
+}
+
+// configs returns the emulator's configurations of the up and down links.
+func (lf *linkFlags) configs(nf *emulated.Factory) (up, down netem.LinkConfig, err error) {
+	c, err := lf.condition(nf)
+	if err != nil {
+		return up, down, err
+	}
+	up, uerr := nf.LinkConfig(c.Paths[0].Up, "up")
+	down, derr := nf.LinkConfig(c.Paths[0].Down, "down")
 	return up, down, errors.Join(uerr, derr)
 }
 
@@ -147,7 +147,7 @@ func runNetShell(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errors.New("no command given (put it after --)")
 	}
-	up, down, err := lf.configs()
+	up, down, err := lf.configs(&emulated.Factory{})
 	if err != nil {
 		return err
 	}

@@ -3,24 +3,21 @@ package cli
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
+	"slices"
 	"time"
 
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/emulated"
+	"github.com/shunt-net/shunt/experiment/pageload"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/fetch"
-	"github.com/shunt-net/shunt/replay/site"
-	"github.com/shunt-net/shunt/smig"
-	"github.com/shunt-net/shunt/testbed"
 )
 
 var replayCmd = &Command{
@@ -36,235 +33,177 @@ func init() {
 	Register(replayCmd)
 }
 
-// replayCC is the congestion control of every TCP socket of a replay, set
-// explicitly so a namespace's default (bbr) does not decide the result.
-const replayCC = "cubic"
-
-// replayPort is where the server listens in an emulated network.
+// replayPort is where the page server listens in an emulated network.
 const replayPort = 8443
 
-// replayRecord is the JSON line of one page load: its configuration, then
-// the load (replay.Result).
-type replayRecord struct {
-	Time     time.Time    `json:"time"`
-	Config   replayConfig `json:"config"`
-	Protocol string       `json:"protocol"`    // as the responses said
-	Conns    int          `json:"connections"` // opened by the load
-	*replay.Result
-}
+// replay-only options, which a Chromium load (--browser) does not take.
+var replayOnly = []string{"conns", "streams", "schedule", "tls", "smig"}
 
-type replayConfig struct {
-	PageFile  string `json:"page_file"`
-	Proto     string `json:"proto"`
-	Label     string `json:"transport"`
-	Conns     int    `json:"conns,omitempty"`
-	Streams   int    `json:"streams,omitempty"`
-	Schedule  string `json:"schedule,omitempty"`
-	Pacing    bool   `json:"server_tcp_pacing,omitempty"`
-	TLS       bool   `json:"tls"`
-	Compute   bool   `json:"compute"`
-	SMig      string `json:"smig,omitempty"`
-	Server    string `json:"server"` // URL, "loopback" or "emulated"
-	Up        string `json:"link_up,omitempty"`
-	Down      string `json:"link_down,omitempty"`
-	Seed      int64  `json:"seed,omitempty"`
-	TCPCC     string `json:"tcp_cc,omitempty"`
-	SizesFrom string `json:"sizes_from"`
-}
-
+// runReplay runs the page-load experiment (package pageload) once: the
+// options are the experiment's own (the same as scenario params), the
+// network is the link options' emulated link, this machine's loopback, or a
+// server at --url, and --json appends the run's record, as `shunt bench`
+// writes it.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(replayCmd)
 	fs.SetOutput(stderr)
-	proto := fs.String("proto", "h2", "`PROTO`: h1 (N connections), h2 or h3 (one connection, N streams)")
-	conns := fs.Int("conns", fetch.DefaultConns, "HTTP/1.1 connections at most")
-	streams := fs.Int("streams", fetch.DefaultStreams, "HTTP/2 and HTTP/3 concurrent streams at most")
-	schedule := fs.String("schedule", "", "`SCHEDULE` of the responses on the h2/h3 connection: interleaved (default, as the paper's SCTP), sequential (RFC 9218's default) or browser (Chromium's urgencies by resource type)")
-	pacing := fs.Bool("pacing", false, "the page server paces its TCP connections (Linux's internal pacing), as quic-go paces QUIC")
-	compute := fs.Bool("compute", false, "run the graph's computations for their recorded time")
-	useTLS := fs.Bool("tls", true, "TLS for h1 and h2 (h3 always has it); false: cleartext HTTP/1.1 and h2c")
+	cfg := pageload.DefaultConfig()
+	given := experiment.Flags(fs, &cfg)
 	rawURL := fs.String("url", "", "load from a running `shunt serve --page PAGE [--h3]` at `URL` (https://HOST:PORT) instead of a server of its own")
 	insecure := fs.Bool("insecure", false, "with --url: accept any server certificate")
-	jsonFile := fs.String("json", "", "append the load as one JSON line to `FILE`")
+	jsonFile := fs.String("json", "", "append the load's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	width := fs.Int("width", 80, "waterfall width in columns")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on the load after this long")
 	seed := fs.Int64("seed", 1, "`SEED` of the emulated links' loss")
-	smigText := fs.String("smig", "", "`POLICY` (h2 only): HTTP/2 with SMig, nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES]; a server policy runs in the server, migcp in the client")
 	browserMode := fs.Bool("browser", false, "load the page's generated site (replay/browser) in headless Chromium instead of walking its graph; --proto h1 disables HTTP/2")
 	lf := addLinkFlags(fs)
 	// Go's flag package stops at the first argument, so PAGE may come first.
-	var pageArg string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		pageArg, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if pageArg == "" && fs.NArg() > 0 {
-		pageArg = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if pageArg == "" {
+	if len(pos) != 1 {
 		fs.Usage()
-		return errors.New("no page given")
-	}
-	file, err := site.PageFile(pageArg)
-	if err != nil {
-		return err
-	}
-	p, err := page.Load(file)
-	if err != nil {
-		return err
-	}
-	cfg := fetch.Config{Proto: *proto, Conns: *conns, Streams: *streams, Schedule: *schedule, TLS: *useTLS, Page: p.Name}
-	if cfg.Proto == fetch.H3 {
-		cfg.TLS = true
-	}
-	rc := replayConfig{PageFile: file, Proto: cfg.Proto, TLS: cfg.TLS, Compute: *compute, SizesFrom: sizesFrom(p), SMig: *smigText, Pacing: *pacing}
-	var smigSrv *smig.Server // the server's SMig when it is ours
-	if *smigText != "" {
-		pol, err := smig.ParsePolicy(*smigText)
-		if err != nil {
-			return fmt.Errorf("--smig: %w", err)
+		if len(pos) == 0 {
+			return errors.New("no page given")
 		}
-		if cfg.Proto != fetch.H2 || *browserMode {
-			return errors.New("--smig needs --proto h2 and the replay (not --browser)")
+		return fmt.Errorf("one page at a time, got %q", pos)
+	}
+	obj := experiment.Object{Name: pos[0]}
+	kind, conf, err := replayKind(cfg, *browserMode, given())
+	if err != nil {
+		return err
+	}
+	var w *experiment.RecordWriter
+	if *jsonFile != "" {
+		if w, err = experiment.OpenRecordWriter(*jsonFile); err != nil {
+			return fmt.Errorf("--json: %w", err) // before the load, not after it
 		}
-		srvPol, cliPol := pol.Split()
-		smigSrv, cfg.SMig = &smig.Server{Policy: srvPol}, &cliPol
+		defer w.Close()
 	}
-	handler, bs, err := replayHandler(p, *browserMode, *compute)
+	pg, err := pageload.LoadPage(obj)
 	if err != nil {
 		return err
 	}
-	if *browserMode {
-		// Chromium speaks HTTP/2 over TLS only; h1 is TLS with HTTP/2 disabled.
-		cfg.TLS, rc.TLS = true, true
-	}
-	// command runs Chromium (in the client namespace when the link is emulated).
-	var command func(context.Context, string, ...string) *exec.Cmd
-	var cert *x509.Certificate // the server's, for Chromium to trust
-	up, down, err := lf.configs()
+	nf := &emulated.Factory{Shipped: bench.ShippedFile}
+	cond, err := lf.condition(nf)
 	if err != nil {
 		return err
 	}
-	emulated := lf.set()
-
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	dir, err := os.MkdirTemp("", "shunt-replay-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env := &experiment.Env{Condition: cond, Objects: []experiment.Object{obj}, Dir: dir, Log: stderr}
+	var sess experiment.Session
 	switch {
 	case *rawURL != "":
-		if emulated {
-			return errors.New("--url and link options exclude each other: the link is emulated between namespaces shunt builds")
-		}
-		if *pacing {
-			return errors.New("--pacing paces shunt's own page server, not one at --url")
+		if lf.set() || cfg.Pacing {
+			return errors.New("--url loads from a server elsewhere: link options and --pacing need the replay's own server")
 		}
 		u, err := url.Parse(*rawURL)
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("--url %q: want SCHEME://HOST:PORT", *rawURL)
 		}
-		cfg.Addr, cfg.TLS = u.Host, u.Scheme == "https" || cfg.Proto == fetch.H3
-		cfg.TLSConfig = &tls.Config{InsecureSkipVerify: *insecure}
-		rc.Server, rc.TLS = *rawURL, cfg.TLS
-	case emulated:
-		n, err := testbed.NewSingle(ctx, testbed.PathSpec{Up: up, Down: down}, testbed.Options{Seed: *seed})
-		if err != nil {
+		cfg.TLS = u.Scheme == "https" || cfg.Proto == fetch.H3
+		env.Net = emulated.Local()
+		env.Condition = experiment.Condition{Name: "remote", Topology: "single", Paths: []experiment.PathSpec{{Name: "remote"}}}
+		if *browserMode {
+			if sess, err = pageload.RemoteChromium(pageload.ChromiumConfig{Proto: cfg.Proto, Compute: cfg.Compute}, u.Host, *rawURL, stderr, env.Objects, pg); err != nil {
+				return err
+			}
+		} else {
+			sess = pageload.Remote(cfg, u.Host, &tls.Config{InsecureSkipVerify: *insecure}, *rawURL, pg)
+		}
+		defer sess.Close()
+	case lf.set():
+		if os.Geteuid() != 0 {
+			return errors.New("link options need root: the link is emulated between network namespaces")
+		}
+		if env.Net, err = nf.Build(ctx, cond, *seed); err != nil {
 			return err
 		}
-		defer n.Close()
-		srvNS, path := n.Servers[0], n.Paths[0]
-		so := testbed.SockOpts{CC: replayCC}
-		srv, err := startReplayServer(handler, cfg.TLS, net.JoinHostPort(path.ServerAddr.String(), fmt.Sprint(replayPort)),
-			func(network, addr string) (net.Listener, error) { return srvNS.Listen(network, addr, so) }, srvNS.ListenPacket, smigSrv, *pacing)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		trustServer(&cfg, srv)
-		cert = serverLeaf(srv)
-		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return n.Client.DialContext(ctx, network, addr, so)
-		}
-		cfg.ListenUDP = func() (net.PacketConn, error) { return n.Client.ListenPacket("udp", ":0") }
-		command = n.Client.Command
-		rc.Server, rc.Up, rc.Down, rc.Seed, rc.TCPCC = "emulated", up.String(), down.String(), *seed, replayCC
+		defer env.Net.Close()
+		env.Port = replayPort
 	default:
-		srv, err := startReplayServer(handler, cfg.TLS, "127.0.0.1:0", nil, nil, smigSrv, *pacing)
-		if err != nil {
+		cond.Name = "loopback"
+		env.Condition, env.Net = cond, emulated.Local()
+	}
+	if sess == nil {
+		if sess, err = kind.start(ctx, env); err != nil {
 			return err
 		}
-		defer srv.Close()
-		trustServer(&cfg, srv)
-		cert = serverLeaf(srv)
-		rc.Server = "loopback"
+		defer sess.Close()
 	}
-	if bs != nil {
-		return runChromium(ctx, bs, cfg, command, cert, rc, *jsonFile, stdout, stderr)
+	run := &experiment.Run{Scenario: "shunt replay", Condition: env.Condition, Protocol: conf, Object: obj, Seed: *seed}
+	run.ID = bench.RunID(*seed, run.Condition, run.Protocol, run.Object, 0)
+	rec := experiment.RunOnce(ctx, env.Net, sess, run, *timeout, nil)
+	if w != nil {
+		if err := w.Write(rec); err != nil {
+			return err
+		}
 	}
+	if !rec.OK() {
+		return errors.New(rec.Error)
+	}
+	if *browserMode {
+		return printBrowserLoad(stdout, pg, rec)
+	}
+	return printReplay(stdout, pg, rec, *width)
+}
 
-	f, err := fetch.New(cfg)
+// replayKind picks the experiment: the replay walk, or Chromium with the
+// options they share; it returns what starts it and the protocol its record
+// carries.
+type starter struct {
+	start func(ctx context.Context, env *experiment.Env) (experiment.Session, error)
+}
+
+func replayKind(cfg pageload.Config, browser bool, given []string) (starter, experiment.Protocol, error) {
+	if !browser {
+		if err := cfg.Validate(); err != nil {
+			return starter{}, experiment.Protocol{}, flagError(err)
+		}
+		fc, _ := cfg.FetchLabel()
+		return starter{func(ctx context.Context, env *experiment.Env) (experiment.Session, error) { return pageload.Start(ctx, env, cfg) }},
+			pageload.Replay.Protocol(fc, cfg), nil
+	}
+	for _, k := range replayOnly {
+		if slices.Contains(given, k) {
+			return starter{}, experiment.Protocol{}, fmt.Errorf("--%s: the replay's option; Chromium (--browser) takes --proto, --compute and --pacing", experiment.FlagName(k))
+		}
+	}
+	cc := pageload.ChromiumConfig{Proto: cfg.Proto, Compute: cfg.Compute, Pacing: cfg.Pacing}
+	return starter{func(ctx context.Context, env *experiment.Env) (experiment.Session, error) { return pageload.StartChromium(ctx, env, cc) }},
+		pageload.Chromium.Protocol("chromium-"+cc.Proto, cc), nil
+}
+
+func printReplay(w io.Writer, pg *page.Page, rec *experiment.Record, width int) error {
+	r, err := pageload.LoadOf(rec.Info)
 	if err != nil {
 		return err
 	}
-	r, err := replay.Run(ctx, p, f, replay.Options{Compute: *compute})
-	if cerr := f.Close(); err == nil && cerr != nil {
-		fmt.Fprintf(stderr, "closing connections: %v\n", cerr)
+	fmt.Fprintf(w, "%s over %s (%s), %d connection(s), server %s\n", pg.Name, rec.Info["transport"], rec.Info["http"], int(rec.Counts["connections"]), rec.Info["where"])
+	if p := rec.Info["smig_policy"]; p != "" {
+		fmt.Fprintf(w, "SMig %s: %d response(s) migrated\n", p, int(rec.Counts["smig_migrated"]))
 	}
-	if err != nil {
+	if err := replay.WriteWaterfall(w, r, width); err != nil {
 		return err
 	}
-	fc := f.Config()
-	rc.Label, rc.Conns, rc.Streams, rc.Schedule = fc.Label(), fc.Conns, fc.Streams, fc.Schedule
-	if fc.Proto == fetch.H1 {
-		rc.Streams = 0
-	} else {
-		rc.Conns = 0
-	}
-	fmt.Fprintf(stdout, "%s over %s (%s), %d connection(s), server %s\n", p.Name, rc.Label, f.Protocol(), f.Conns(), rc.Server)
-	if cfg.SMig != nil {
-		fmt.Fprintf(stdout, "SMig %s: %d response(s) migrated\n", *smigText, f.Migrated())
-	}
-	if err := replay.WriteWaterfall(stdout, r, *width); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "PLT %.1f ms\n", float64(r.PLT)/float64(time.Millisecond))
-	if *jsonFile != "" {
-		rec := replayRecord{Time: time.Now().UTC(), Config: rc, Protocol: f.Protocol(), Conns: f.Conns(), Result: r}
-		return appendJSONLine(*jsonFile, rec)
-	}
+	fmt.Fprintf(w, "PLT %.1f ms\n", float64(r.PLT)/float64(time.Millisecond))
 	return nil
 }
 
-// startReplayServer serves h (TCP, and HTTP/3 on UDP when it has TLS), with
-// SMig on HTTP/2 when ss is not nil, pacing its TCP connections if asked.
-func startReplayServer(h http.Handler, useTLS bool, addr string, listen func(string, string) (net.Listener, error), listenPacket func(string, string) (net.PacketConn, error), ss *smig.Server, pacing bool) (*site.Running, error) {
-	return site.Serve(site.ServeConfig{Handler: h, Addr: addr, TLS: useTLS, H3: useTLS, CC: replayCC, Pacing: pacing,
-		Listen: listen, ListenPacket: listenPacket, SMig: ss})
-}
-
-// trustServer points the client at srv and trusts its certificate only.
-func trustServer(cfg *fetch.Config, srv *site.Running) {
-	cfg.Addr = srv.Addr
-	if srv.Cert != nil {
-		roots := x509.NewCertPool()
-		roots.AddCert(srv.Cert.Certificates[0].Leaf)
-		cfg.TLSConfig = &tls.Config{RootCAs: roots}
-	}
-}
-
-// sizesFrom says where the page's object sizes came from.
-func sizesFrom(p *page.Page) string {
-	from := ""
-	for _, o := range p.Objects {
-		switch {
-		case from == "":
-			from = o.SizeFrom
-		case from != o.SizeFrom:
-			return "mixed"
-		}
-	}
-	return from
+func printBrowserLoad(w io.Writer, pg *page.Page, rec *experiment.Record) error {
+	ms := func(metric string) float64 { return rec.Metrics[metric] * 1000 }
+	fmt.Fprintf(w, "%s in %s (%s), %d of %d objects, server %s\n", pg.Name, rec.Info["client"], rec.Info["http"], int(rec.Counts["resources"])+1, int(rec.Counts["objects"]), rec.Info["where"])
+	fmt.Fprintf(w, "connected %.1f ms, first byte of the HTML %.1f ms\n", ms("connected"), ms("first_byte"))
+	fmt.Fprintf(w, "DOMContentLoaded %.1f ms, last response %.1f ms\nPLT %.1f ms (loadEventEnd)\n", ms("dcl"), ms("last_response"), ms("plt"))
+	fmt.Fprintf(w, "graph: %s\n", rec.Info["edges_text"])
+	return nil
 }
 
 // set reports whether any link option was given.
@@ -279,15 +218,3 @@ func (lf *linkFlags) set() bool {
 	return false
 }
 
-func appendJSONLine(file string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	return errors.Join(err, f.Close())
-}

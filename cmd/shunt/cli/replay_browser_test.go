@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/internal/shared"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay/browser"
@@ -49,29 +50,27 @@ func TestReplayBrowserFromServeSite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec struct {
-		Config    replayConfig `json:"config"`
-		PLT       int64        `json:"plt_ns"`
-		Resources int          `json:"resources"`
-		Protocol  string       `json:"protocol"`
-		Objects   []struct {
-			Target string `json:"target"`
-			Done   int64  `json:"done_ns"`
-		} `json:"objects"`
-		Edges browser.Edges `json:"edges"`
-	}
+	var rec experiment.Record
 	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var load browser.Load
+	if err := json.Unmarshal([]byte(rec.Info["browser_load"]), &load); err != nil {
+		t.Fatal(err)
+	}
+	var edges browser.Edges
+	if err := json.Unmarshal([]byte(rec.Info["edges"]), &edges); err != nil {
 		t.Fatal(err)
 	}
 	p, err := page.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Resources != len(p.Resources())-1 || rec.Protocol != "h2" || rec.PLT <= 0 || rec.Config.Label != "chromium-h2" {
-		t.Errorf("JSON line %s", b)
+	if rec.Counts["resources"] != float64(len(p.Resources())-1) || rec.Info["http"] != "h2" || rec.Metrics["plt"] <= 0 || rec.Protocol.Driver != "chromium" || rec.Info["transport"] != "chromium-h2" {
+		t.Errorf("record %s", b)
 	}
-	if len(rec.Objects) != len(p.Resources()) || rec.Objects[0].Done <= 0 || rec.Edges.Total == 0 {
-		t.Errorf("JSON line: %d objects (want %d, the first done), edges %+v", len(rec.Objects), len(p.Resources()), rec.Edges)
+	if len(load.Objects) != len(p.Resources()) || load.Objects[0].Done <= 0 || edges.Total == 0 {
+		t.Errorf("record: %d objects (want %d, the first done), edges %+v", len(load.Objects), len(p.Resources()), edges)
 	}
 	if !strings.Contains(stdout.String(), "PLT ") || !strings.Contains(stdout.String(), "download edges kept") {
 		t.Errorf("stdout %q: no PLT or edges", stdout.String())

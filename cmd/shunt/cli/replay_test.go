@@ -10,11 +10,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/pageload"
 	"github.com/shunt-net/shunt/internal/shared"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
@@ -59,20 +60,24 @@ func TestReplayLoopback(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var rec struct {
-			Config replayConfig `json:"config"`
-			replay.Result
-		}
+		var rec experiment.Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatal(err)
 		}
-		labels = append(labels, rec.Config.Label+"/"+rec.Config.Schedule+"/"+strconv.FormatBool(rec.Config.Pacing))
-		if rec.Bytes != 74000 || len(rec.Objects) != 8 || rec.PLT <= 0 {
-			t.Errorf("%s: %d bytes, %d objects, PLT %v", rec.Config.Label, rec.Bytes, len(rec.Objects), rec.PLT)
+		r, err := pageload.LoadOf(rec.Info)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, o := range rec.Objects {
-			if !(o.Ready <= o.Request && o.Request <= o.FirstByte && o.FirstByte <= o.Done && o.Done <= rec.PLT) {
-				t.Errorf("%s: object %s times out of order: %+v", rec.Config.Label, o.ID, o)
+		if rec.Protocol.Driver != "replay" || rec.Scenario != "shunt replay" || rec.ID == "" {
+			t.Errorf("record of %+v is not the replay driver's", rec.Run)
+		}
+		labels = append(labels, rec.Info["transport"]+"/"+rec.Info["schedule"]+"/"+rec.Info["server_tcp_pacing"])
+		if r.Bytes != 74000 || len(r.Objects) != 8 || r.PLT <= 0 || rec.Metrics["plt"] != r.PLT.Seconds() {
+			t.Errorf("%s: %d bytes, %d objects, PLT %v (metric %v)", rec.Info["transport"], r.Bytes, len(r.Objects), r.PLT, rec.Metrics["plt"])
+		}
+		for _, o := range r.Objects {
+			if !(o.Ready <= o.Request && o.Request <= o.FirstByte && o.FirstByte <= o.Done && o.Done <= r.PLT) {
+				t.Errorf("%s: object %s times out of order: %+v", rec.Info["transport"], o.ID, o)
 			}
 		}
 	}

@@ -10,24 +10,32 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/netem"
 )
 
-// TraceFile is the file a link's trace text (netem.LoadTrace syntax, with
-// an optional "trace:" or "step:" prefix) names, so shipped scenarios work
-// from any directory: an absolute path, or a relative one that exists from
-// the working directory, is used as it is; "shared/..." is looked up in the
-// shared data directory (internal/shared: the traces of shared/traces);
-// any other relative path is taken from the repository root (the directory
-// holding go.mod above the working directory), where shipped step files
-// sit beside their scenarios, or, outside a repository, from the copy of
-// bench/scenarios built into shunt.
-func TraceFile(text string) (string, error) {
-	file := text
-	for _, p := range []string{"trace:", "step:"} {
-		file = strings.TrimPrefix(file, p)
+// resolveTrace makes the file of a link's trace reference
+// (netem.ParseTraceRef) findable, so shipped scenarios work from any
+// directory: an absolute path, or a relative one that exists from the
+// working directory, is used as it is; "shared/..." is looked up in the
+// shared data directory (internal/shared: the traces of shared/traces); any
+// other relative path is taken from the repository root (the directory
+// holding go.mod above the working directory), where shipped step files sit
+// beside their scenarios, or, outside a repository, from the files built
+// into shunt (f.Shipped). The result is the reference with its file
+// resolved, in netem.TraceRef syntax.
+func (f *Factory) resolveTrace(text string) (string, error) {
+	ref, err := netem.ParseTraceRef(text)
+	if err != nil {
+		return "", err
 	}
+	if ref.File, err = f.traceFile(ref.File); err != nil {
+		return "", err
+	}
+	return ref.String(), nil
+}
+
+func (f *Factory) traceFile(file string) (string, error) {
 	if filepath.IsAbs(file) {
 		return file, nil
 	}
@@ -44,8 +52,10 @@ func TraceFile(text string) (string, error) {
 	if root, err := repoRoot(); err == nil {
 		return filepath.Join(root, file), nil
 	}
-	// Outside the repository: a step file shipped inside the binary.
-	data, err := bench.ShippedFile(file)
+	if f.Shipped == nil {
+		return "", fmt.Errorf("trace %s: not found from the working directory, and no repository (go.mod) above it", file)
+	}
+	data, err := f.Shipped(file)
 	if err != nil {
 		return "", fmt.Errorf("trace %s: not found from the working directory, no repository (go.mod) above it, and %w", file, err)
 	}
@@ -74,21 +84,6 @@ func materialise(name string, data []byte) (string, error) {
 		return "", err
 	}
 	return p, os.Rename(tmp.Name(), p)
-}
-
-// resolveTrace is the trace text with its file made findable (TraceFile),
-// keeping its format prefix.
-func resolveTrace(text string) (string, error) {
-	file, err := TraceFile(text)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range []string{"trace:", "step:"} {
-		if strings.HasPrefix(text, p) {
-			return p + file, nil
-		}
-	}
-	return file, nil
 }
 
 func repoRoot() (string, error) {

@@ -1,4 +1,4 @@
-package bench
+package experiment
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"time"
 )
 
@@ -32,10 +31,7 @@ type Record struct {
 // OK reports whether the run succeeded.
 func (r *Record) OK() bool { return r.Error == "" }
 
-// RunsFile is the name of the run log in an output directory.
-const RunsFile = "runs.jsonl"
-
-// ReadRecords reads a runs.jsonl file. A missing file is no records. A torn
+// ReadRecords reads a runs file (one Record per line). A missing file is no records. A torn
 // last line (the process was killed while writing it) is skipped; a bad line
 // elsewhere is an error naming the file and line.
 func ReadRecords(file string) ([]*Record, error) {
@@ -79,50 +75,22 @@ func readRecords(file string, r io.Reader) ([]*Record, error) {
 	return recs, nil
 }
 
-// Latest keeps one record per run ID: a success over an error (a resumed run
-// retries failures), and among equals the latest start. The result is sorted
-// by start time then ID, so it does not depend on file order.
-func Latest(recs []*Record) []*Record {
-	best := map[string]*Record{}
-	for _, r := range recs {
-		b, ok := best[r.ID]
-		if !ok || better(r, b) {
-			best[r.ID] = r
-		}
-	}
-	out := make([]*Record, 0, len(best))
-	for _, r := range best {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Start.Equal(out[j].Start) {
-			return out[i].Start.Before(out[j].Start)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
-}
-
-func better(a, b *Record) bool {
-	if a.OK() != b.OK() {
-		return a.OK()
-	}
-	return a.Start.After(b.Start)
-}
-
-// recordWriter appends records to runs.jsonl, one write (and sync) per line
+// RecordWriter appends records to a runs file, one write (and sync) per line
 // so an interrupted sweep loses at most the run in progress.
-type recordWriter struct{ f *os.File }
+type RecordWriter struct{ f *os.File }
 
-func openRecordWriter(file string) (*recordWriter, error) {
+// OpenRecordWriter opens file for appending records, creating it if needed.
+// Opening first lets a command refuse an unwritable file before it measures.
+func OpenRecordWriter(file string) (*RecordWriter, error) {
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &recordWriter{f}, nil
+	return &RecordWriter{f}, nil
 }
 
-func (w *recordWriter) Write(r *Record) error {
+// Write appends r as one line.
+func (w *RecordWriter) Write(r *Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding run %s: %w", r.ID, err)
@@ -133,9 +101,10 @@ func (w *recordWriter) Write(r *Record) error {
 	return w.f.Sync()
 }
 
-func (w *recordWriter) Close() error { return w.f.Close() }
+// Close closes the file.
+func (w *RecordWriter) Close() error { return w.f.Close() }
 
-// WriteRecords writes records as a fresh runs.jsonl (used by merge).
+// WriteRecords writes records as a fresh runs file (merge).
 func WriteRecords(file string, recs []*Record) error {
 	f, err := os.Create(file)
 	if err != nil {

@@ -12,27 +12,31 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/netem"
 	"github.com/shunt-net/shunt/testbed"
 )
 
-// Factory is the bench.NetworkFactory of real runs (root needed).
+// Factory is the experiment.NetworkFactory of real runs (root needed).
 type Factory struct {
 	// LogDir, if set, receives each condition's link logs (one per path and
 	// direction, see testbed.Options.LogDir) in a subdirectory named after it.
 	LogDir string
+	// Shipped returns a file built into the program, by the name scenarios
+	// give it from the repository root (bench.ShippedFile): how a step file
+	// of a shipped scenario is found when shunt runs outside the repository.
+	Shipped func(name string) ([]byte, error)
 }
 
 // Check parses every link text of the condition without building anything.
-func (f *Factory) Check(c bench.Condition) error {
+func (f *Factory) Check(c experiment.Condition) error {
 	var errs []error
 	for i, p := range c.Paths {
 		for _, d := range []struct {
 			name string
-			l    bench.LinkSpec
+			l    experiment.LinkSpec
 		}{{"up", p.Up}, {"down", p.Down}} {
-			if _, err := LinkConfig(d.l, fmt.Sprintf("paths[%d].%s", i, d.name)); err != nil {
+			if _, err := f.LinkConfig(d.l, fmt.Sprintf("paths[%d].%s", i, d.name)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -42,12 +46,12 @@ func (f *Factory) Check(c bench.Condition) error {
 
 // LinkConfig converts a scenario's link texts into the emulator's
 // configuration; field prefixes the names in errors.
-func LinkConfig(l bench.LinkSpec, field string) (netem.LinkConfig, error) {
+func (f *Factory) LinkConfig(l experiment.LinkSpec, field string) (netem.LinkConfig, error) {
 	var c netem.LinkConfig
 	var errs []error
 	wrap := func(name, v string, err error) {
 		if err != nil {
-			errs = append(errs, &bench.FieldError{Field: field + "." + name, Value: v, Err: err})
+			errs = append(errs, &experiment.FieldError{Field: field + "." + name, Value: v, Err: err})
 		}
 	}
 	var err error
@@ -61,7 +65,7 @@ func LinkConfig(l bench.LinkSpec, field string) (netem.LinkConfig, error) {
 	}
 	if l.Trace != "" {
 		var t string
-		if t, err = resolveTrace(l.Trace); err == nil {
+		if t, err = f.resolveTrace(l.Trace); err == nil {
 			c.Trace, err = netem.LoadTrace(t)
 		}
 		wrap("trace", l.Trace, err)
@@ -78,14 +82,14 @@ func LinkConfig(l bench.LinkSpec, field string) (netem.LinkConfig, error) {
 }
 
 // Build creates the condition's topology.
-func (f *Factory) Build(ctx context.Context, c bench.Condition, seed int64) (bench.Network, error) {
+func (f *Factory) Build(ctx context.Context, c experiment.Condition, seed int64) (experiment.Network, error) {
 	specs := make([]testbed.PathSpec, len(c.Paths))
 	for i, p := range c.Paths {
-		up, err := LinkConfig(p.Up, fmt.Sprintf("paths[%d].up", i))
+		up, err := f.LinkConfig(p.Up, fmt.Sprintf("paths[%d].up", i))
 		if err != nil {
 			return nil, err
 		}
-		down, err := LinkConfig(p.Down, fmt.Sprintf("paths[%d].down", i))
+		down, err := f.LinkConfig(p.Down, fmt.Sprintf("paths[%d].down", i))
 		if err != nil {
 			return nil, err
 		}
@@ -120,28 +124,29 @@ func (f *Factory) Build(ctx context.Context, c bench.Condition, seed int64) (ben
 		desc["link "+p.Name+" up"] = p.Up.String()
 		desc["link "+p.Name+" down"] = p.Down.String()
 	}
-	return &network{n: n, desc: desc}, nil
+	return &network{n: n, f: f, desc: desc}, nil
 }
 
 type network struct {
 	n    *testbed.Net
+	f    *Factory
 	desc map[string]string
 }
 
-func (w *network) Client() bench.Host { return host{w.n.Client} }
+func (w *network) Client() experiment.Host { return host{w.n.Client} }
 
-func (w *network) Servers() []bench.Host {
-	hs := make([]bench.Host, len(w.n.Servers))
+func (w *network) Servers() []experiment.Host {
+	hs := make([]experiment.Host, len(w.n.Servers))
 	for i, s := range w.n.Servers {
 		hs[i] = host{s}
 	}
 	return hs
 }
 
-func (w *network) Paths() []bench.PathInfo {
-	ps := make([]bench.PathInfo, len(w.n.Paths))
+func (w *network) Paths() []experiment.PathInfo {
+	ps := make([]experiment.PathInfo, len(w.n.Paths))
 	for i, p := range w.n.Paths {
-		ps[i] = bench.PathInfo{Name: p.Name, ClientIface: p.ClientIface, ClientAddr: p.ClientAddr.String(), ServerAddr: p.ServerAddr.String()}
+		ps[i] = experiment.PathInfo{Name: p.Name, ClientIface: p.ClientIface, ClientAddr: p.ClientAddr.String(), ServerAddr: p.ServerAddr.String()}
 	}
 	return ps
 }
@@ -160,7 +165,7 @@ func (h host) Do(fn func() error) error { return h.ns.Do(fn) }
 
 func (h host) Name() string { return h.ns.Name }
 
-func (h host) DialContext(ctx context.Context, network, addr string, o bench.SockOpts) (net.Conn, error) {
+func (h host) DialContext(ctx context.Context, network, addr string, o experiment.SockOpts) (net.Conn, error) {
 	so, err := sockOpts(o)
 	if err != nil {
 		return nil, err
@@ -168,7 +173,7 @@ func (h host) DialContext(ctx context.Context, network, addr string, o bench.Soc
 	return h.ns.DialContext(ctx, network, addr, so)
 }
 
-func (h host) Listen(network, addr string, o bench.SockOpts) (net.Listener, error) {
+func (h host) Listen(network, addr string, o experiment.SockOpts) (net.Listener, error) {
 	so, err := sockOpts(o)
 	if err != nil {
 		return nil, err
@@ -176,7 +181,7 @@ func (h host) Listen(network, addr string, o bench.SockOpts) (net.Listener, erro
 	return h.ns.Listen(network, addr, so)
 }
 
-func sockOpts(o bench.SockOpts) (testbed.SockOpts, error) {
+func sockOpts(o experiment.SockOpts) (testbed.SockOpts, error) {
 	so := testbed.SockOpts{CC: o.CC, NotSentLowat: o.NotSentLowat, MPTCP: o.MPTCP}
 	if o.Source != "" {
 		a, err := netip.ParseAddr(o.Source)
@@ -189,9 +194,9 @@ func sockOpts(o bench.SockOpts) (testbed.SockOpts, error) {
 }
 
 // ReadSockOpts reads back what the kernel uses on a connection.
-func ReadSockOpts(c net.Conn) (bench.SockOpts, error) {
+func ReadSockOpts(c net.Conn) (experiment.SockOpts, error) {
 	o, err := testbed.ReadSockOpts(c)
-	so := bench.SockOpts{CC: o.CC, NotSentLowat: o.NotSentLowat, MPTCP: o.MPTCP}
+	so := experiment.SockOpts{CC: o.CC, NotSentLowat: o.NotSentLowat, MPTCP: o.MPTCP}
 	if o.Source.IsValid() {
 		so.Source = o.Source.String()
 	}

@@ -10,7 +10,8 @@ import (
 // Shipped scenarios name step files from the repository root and traces
 // under shared/; from this package's directory neither exists as written.
 func TestResolveTrace(t *testing.T) {
-	got, err := resolveTrace("step:bench/scenarios/mph2-fig16-lte.step")
+	f := &Factory{}
+	got, err := f.resolveTrace("step:bench/scenarios/mph2-fig16-lte.step")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,25 +22,29 @@ func TestResolveTrace(t *testing.T) {
 		t.Errorf("resolved step file: %v", err)
 	}
 	abs := filepath.Join(t.TempDir(), "x.down")
-	if got, err := resolveTrace("trace:" + abs); err != nil || got != "trace:"+abs {
+	if got, err := f.resolveTrace("trace:" + abs); err != nil || got != "trace:"+abs {
 		t.Errorf("absolute path: %q, %v; want it unchanged", got, err)
 	}
-	if got, err := resolveTrace("emulated.go"); err != nil || got != "emulated.go" {
+	if got, err := f.resolveTrace("emulated.go"); err != nil || got != "trace:emulated.go" {
 		t.Errorf("path existing from the working directory: %q, %v; want it unchanged", got, err)
 	}
 }
 
 // A built shunt run outside any repository still finds the step files of
-// the shipped scenarios: they are built in and written out on demand.
+// the shipped scenarios: they are built in (Factory.Shipped) and written out
+// on demand.
 func TestResolveShippedStepOutsideRepository(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("..", "scenarios", "mph2-fig16-lte.step"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := []byte("0 10Mbit\n1050ms 1Mbit\n")
+	f := &Factory{Shipped: func(name string) ([]byte, error) {
+		if name != "bench/scenarios/mph2-fig16-lte.step" {
+			return nil, os.ErrNotExist
+		}
+		return want, nil
+	}}
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Chdir(t.TempDir()) // no go.mod above a fresh temporary directory
 	for range 2 {        // the second call reuses the first call's copy
-		got, err := TraceFile("step:bench/scenarios/mph2-fig16-lte.step")
+		got, err := f.traceFile("bench/scenarios/mph2-fig16-lte.step")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +52,7 @@ func TestResolveShippedStepOutsideRepository(t *testing.T) {
 			t.Fatalf("%s: %v; want the shipped step file's %d bytes", got, err, len(want))
 		}
 	}
-	if _, err := TraceFile("step:bench/scenarios/nope.step"); err == nil {
+	if _, err := f.traceFile("bench/scenarios/nope.step"); err == nil {
 		t.Error("a step file that is not shipped resolved")
 	}
 }

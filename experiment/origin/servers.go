@@ -1,4 +1,4 @@
-package drivers
+package origin
 
 import (
 	"context"
@@ -12,31 +12,35 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/peers"
 	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/smig"
 )
 
-// serverCC is the congestion control of every server socket. nginx and h2o
+// CC is the congestion control of every server socket. nginx and h2o
 // cannot set it per socket, so it is also made the server namespace's default.
-const serverCC = "cubic"
+const CC = "cubic"
 
-// httpServer is a running HTTP server in the condition's server namespace.
-type httpServer struct {
-	addr  string // HOST:PORT
-	tls   bool
-	info  map[string]string
+// Server is a running HTTP server in the condition's server namespace.
+type Server struct {
+	Addr  string            // HOST:PORT
+	TLS   bool              // https (self-signed) rather than h2c/http
+	Info  map[string]string // server version, congestion control, socket options
 	close func() error
 }
 
-// startServer starts the named server ("shunt", "nginx", "h2o") serving root
+// Close stops the server and undoes what starting it changed.
+func (s *Server) Close() error { return s.close() }
+
+// Start starts the named server ("shunt", "nginx", "h2o") serving root
 // on addr inside h's namespace.
-func startServer(ctx context.Context, h bench.Host, name, root, addr string, useTLS bool, logw io.Writer, x shuntExtras) (*httpServer, error) {
+func Start(ctx context.Context, h experiment.Host, name, root, addr string, useTLS bool, logw io.Writer, x Extras) (*Server, error) {
 	switch name {
 	case "shunt":
 		return startShunt(h, root, addr, useTLS, logw, x)
@@ -48,16 +52,16 @@ func startServer(ctx context.Context, h bench.Host, name, root, addr string, use
 
 // startPeer runs nginx or h2o in h's namespace. They cannot set the
 // congestion control per socket, so it is made the namespace's default.
-func startPeer(ctx context.Context, h bench.Host, name, root, addr string, useTLS bool) (*httpServer, error) {
+func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, useTLS bool) (*Server, error) {
 	ver, err := peers.Version(name)
 	if err != nil {
 		return nil, err
 	}
-	restore, err := setNamespaceCC(h, serverCC)
+	restore, err := SetNamespaceCC(h, CC)
 	if err != nil {
 		return nil, err
 	}
-	nsCC, err := namespaceCC(h)
+	nsCC, err := NamespaceCC(h)
 	if err != nil {
 		return nil, errors.Join(err, restore())
 	}
@@ -68,33 +72,33 @@ func startPeer(ctx context.Context, h bench.Host, name, root, addr string, useTL
 	if err != nil {
 		return nil, errors.Join(err, restore())
 	}
-	return &httpServer{addr: p.Addr, tls: useTLS,
+	return &Server{Addr: p.Addr, TLS: useTLS,
 		close: func() error { return errors.Join(p.Stop(), restore()) },
-		info:  map[string]string{"server": ver, "server_cc": nsCC + " (namespace default)"}}, nil
+		Info:  map[string]string{"server": ver, "server_cc": nsCC + " (namespace default)"}}, nil
 }
 
-// shuntExtras are shunt-only server options (nginx and h2o have neither).
-type shuntExtras struct {
-	smig         *smig.Server // SMig on the HTTP/2 engine; nil: plain HTTP/2
-	notSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
+// Extras are shunt-only server options (nginx and h2o have neither).
+type Extras struct {
+	SMig         *smig.Server // SMig on the HTTP/2 engine; nil: plain HTTP/2
+	NotSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
 }
 
 // startShunt runs shunt's server (what `shunt serve` runs) in this process,
 // listening inside the server namespace with cubic set per socket.
 // Its log (connections reset when a run cancels its background download)
 // goes to logw, not to the terminal.
-func startShunt(h bench.Host, root, addr string, useTLS bool, logw io.Writer, x shuntExtras) (*httpServer, error) {
+func startShunt(h experiment.Host, root, addr string, useTLS bool, logw io.Writer, x Extras) (*Server, error) {
 	hd, err := content.NewHandler(root)
 	if err != nil {
 		return nil, err
 	}
 	logger := log.New(logw, "shunt server: ", log.LstdFlags)
-	srv := &server.Server{Handler: hd, TLS: useTLS, CC: serverCC, NotSentLowat: x.notSentLowat, ErrorLog: logger}
-	if x.smig != nil {
-		x.smig.Logf = logger.Printf
-		srv.H2 = &h2.Server{Handler: x.smig.Wrap(hd), Config: x.smig.Config(h2.Config{})}
+	srv := &server.Server{Handler: hd, TLS: useTLS, CC: CC, NotSentLowat: x.NotSentLowat, ErrorLog: logger}
+	if x.SMig != nil {
+		x.SMig.Logf = logger.Printf
+		srv.H2 = &h2.Server{Handler: x.SMig.Wrap(hd), Config: x.SMig.Config(h2.Config{})}
 	}
-	ln, err := h.Listen("tcp", addr, bench.SockOpts{CC: serverCC, NotSentLowat: x.notSentLowat})
+	ln, err := h.Listen("tcp", addr, experiment.SockOpts{CC: CC, NotSentLowat: x.NotSentLowat})
 	if err != nil {
 		hd.Close()
 		return nil, err
@@ -106,9 +110,9 @@ func startShunt(h bench.Host, root, addr string, useTLS bool, logw io.Writer, x 
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		ver += " " + bi.Main.Version + " (" + bi.GoVersion + ")"
 	}
-	return &httpServer{
-		addr: ln.Addr().String(), tls: useTLS,
-		info: map[string]string{"server": ver, "server_cc": serverCC + " (per socket)", "server_sockopts": srv.SockOpts().String()},
+	return &Server{
+		Addr: ln.Addr().String(), TLS: useTLS,
+		Info: map[string]string{"server": ver, "server_cc": CC + " (per socket)", "server_sockopts": srv.SockOpts().String()},
 		close: func() error {
 			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()
@@ -131,12 +135,20 @@ const (
 	ccAllowedSysctl = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 )
 
-// setNamespaceCC makes cc the default congestion control of h's namespace
-// (per namespace since Linux 4.15). Linux lets a namespace other than the
+// SetNamespaceCC makes cc the default congestion control of h's namespace
+// (per namespace since Linux 4.15), for programs that cannot set it per
+// socket (nginx, h2o, Chromium). Linux lets a namespace other than the
 // initial one default only to an algorithm of the host's allowed list, so cc
 // is added to that list if missing; restore puts the list back as it was.
-func setNamespaceCC(h bench.Host, cc string) (restore func() error, err error) {
+// The machine's own namespace (a run without emulated links) is left alone:
+// its default is the machine's, not an experiment's to change; NamespaceCC
+// then reports what it is.
+func SetNamespaceCC(h experiment.Host, cc string) (restore func() error, err error) {
 	restore = func() error { return nil }
+	var initial bool
+	if err := h.Do(func() (err error) { initial, err = inInitialNamespace(); return err }); err != nil || initial {
+		return restore, err
+	}
 	allowed, err := os.ReadFile(ccAllowedSysctl)
 	if err != nil {
 		return restore, err
@@ -155,7 +167,7 @@ func setNamespaceCC(h bench.Host, cc string) (restore func() error, err error) {
 	}
 	err = h.Do(func() error {
 		if err := os.WriteFile(ccSysctl, []byte(cc), 0); err != nil {
-			return fmt.Errorf("set the server namespace's congestion control to %s: %w", cc, err)
+			return fmt.Errorf("set the namespace's congestion control to %s: %w", cc, err)
 		}
 		return nil
 	})
@@ -165,7 +177,31 @@ func setNamespaceCC(h bench.Host, cc string) (restore func() error, err error) {
 	return restore, nil
 }
 
-func namespaceCC(h bench.Host) (string, error) {
+// startNS identifies the network namespace the process started in: the
+// machine's own, as far as shunt is concerned (the testbed's namespaces are
+// made from it).
+var startNS, startNSErr = nsID("/proc/self/ns/net")
+
+func nsID(file string) ([2]uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(file, &st); err != nil {
+		return [2]uint64{}, err
+	}
+	return [2]uint64{st.Dev, st.Ino}, nil
+}
+
+// inInitialNamespace reports whether the calling thread is in the network
+// namespace the process started in.
+func inInitialNamespace() (bool, error) {
+	if startNSErr != nil {
+		return false, startNSErr
+	}
+	id, err := nsID("/proc/thread-self/ns/net")
+	return id == startNS, err
+}
+
+// NamespaceCC is the default congestion control of h's namespace.
+func NamespaceCC(h experiment.Host) (string, error) {
 	var cc string
 	err := h.Do(func() error {
 		b, err := os.ReadFile(ccSysctl)
@@ -175,7 +211,7 @@ func namespaceCC(h bench.Host) (string, error) {
 	return cc, err
 }
 
-// hostPort joins the server address of the first path with a port.
-func hostPort(nw bench.Network, port int) string {
+// Addr joins the server address of the first path with a port.
+func Addr(nw experiment.Network, port int) string {
 	return net.JoinHostPort(nw.Paths()[0].ServerAddr, fmt.Sprint(port))
 }

@@ -3,7 +3,7 @@ package emulated
 import (
 	"fmt"
 
-	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/testbed"
 )
 
@@ -12,7 +12,7 @@ import (
 // packet, so a driver re-applying a trace restarts it: this is how a run
 // lines a step schedule ("drop to 1 Mbit/s at 1050 ms") up with its own
 // download rather than with the condition's first run.
-func (w *network) SetLink(path, dir string, l bench.LinkSpec) error {
+func (w *network) SetLink(path, dir string, l experiment.LinkSpec) error {
 	var d testbed.Direction
 	switch dir {
 	case "up":
@@ -22,7 +22,7 @@ func (w *network) SetLink(path, dir string, l bench.LinkSpec) error {
 	default:
 		return fmt.Errorf("set link %s: direction %q: want up or down", path, dir)
 	}
-	cfg, err := LinkConfig(l, path+"."+dir)
+	cfg, err := w.f.LinkConfig(l, path+"."+dir)
 	if err != nil {
 		return err
 	}

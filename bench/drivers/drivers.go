@@ -1,0 +1,22 @@
+// Package drivers is the table of the experiments `shunt bench` runs, by
+// the driver names scenarios give them (protocols[].driver). Each entry is
+// an experiment package; adding an experiment is one package and one line
+// here.
+package drivers
+
+import (
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment/bulk"
+	"github.com/shunt-net/shunt/experiment/download"
+	"github.com/shunt-net/shunt/experiment/mpdownload"
+	"github.com/shunt-net/shunt/experiment/pageload"
+)
+
+// Table maps driver names to experiments.
+var Table = bench.Drivers{
+	"http":     download.Kind.Driver(),
+	"tcp":      bulk.Kind.Driver(),
+	"mph2":     mpdownload.Kind.Driver(),
+	"replay":   pageload.Replay.Driver(),
+	"chromium": pageload.Chromium.Driver(),
+}

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay/browser"
+)
+
+// siteHandler serves the pages' generated sites and names their roots.
+func siteHandler(pages []*page.Page, compute bool, stderr io.Writer) (http.Handler, error) {
+	var sites []*browser.Site
+	for _, p := range pages {
+		s, err := browser.Build(p, compute)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "site %s: root %s\n", p.Source, s.Root)
+		sites = append(sites, s)
+	}
+	return browser.NewHandler(sites...)
+}
+
+// flagError names a configuration's field errors (params.KEY) by the
+// command-line flag that sets them (--key).
+func flagError(err error) error {
+	var fe *experiment.FieldError
+	if errors.As(err, &fe) && strings.HasPrefix(fe.Field, "params.") {
+		named := *fe
+		named.Field = "--" + experiment.FlagName(strings.TrimPrefix(fe.Field, "params."))
+		return &named
+	}
+	return err
+}

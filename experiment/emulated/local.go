@@ -1,0 +1,53 @@
+package emulated
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"time"
+
+	"github.com/shunt-net/shunt/experiment"
+)
+
+// Local is this machine as a network without emulation: client and server
+// are the calling process's namespace and the path is loopback. Commands run
+// experiments on it when no link is asked for, through the same Start and
+// Run as over emulated links; nothing is built, so it needs no root.
+func Local() experiment.Network { return local{} }
+
+type local struct{}
+
+func (local) Client() experiment.Host    { return localHost{} }
+func (local) Servers() []experiment.Host { return []experiment.Host{localHost{}} }
+func (local) Paths() []experiment.PathInfo {
+	return []experiment.PathInfo{{Name: "loopback", ClientIface: "lo", ClientAddr: "127.0.0.1", ServerAddr: "127.0.0.1"}}
+}
+func (local) EmulatorCPU() (time.Duration, error) { return 0, nil }
+func (local) Describe() map[string]string {
+	return map[string]string{"emulator": "none: loopback of this machine"}
+}
+func (local) Close() error { return nil }
+
+type localHost struct{}
+
+func (localHost) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...)
+}
+
+func (localHost) Do(fn func() error) error { return fn() }
+
+func (localHost) DialContext(ctx context.Context, network, addr string, o experiment.SockOpts) (net.Conn, error) {
+	so, err := sockOpts(o)
+	if err != nil {
+		return nil, err
+	}
+	return so.Dialer(network).DialContext(ctx, network, addr)
+}
+
+func (localHost) Listen(network, addr string, o experiment.SockOpts) (net.Listener, error) {
+	so, err := sockOpts(o)
+	if err != nil {
+		return nil, err
+	}
+	return so.ListenConfig().Listen(context.Background(), network, addr)
+}

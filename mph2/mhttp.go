@@ -1,0 +1,216 @@
+package mph2
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
+)
+
+// MHTTP is mHTTP's scheduler (MP-H2 reference [37]), the baseline MP-H2 is
+// measured against: the object in fixed chunks, every path fetching the
+// next unclaimed chunk as soon as its previous one is complete (no
+// pipelining, no estimates), over one persistent HTTP/2 connection per path
+// (h2c for http URLs). The size comes from the first response's
+// Content-Range; until then each path claims chunks blindly, and a chunk
+// past the end is answered 416. Paths' Map and Dial apply as for Client.
+type MHTTP struct {
+	Paths     []Path
+	Chunk     int64
+	TLSConfig *tls.Config
+
+	once sync.Once
+	trs  []*h2.Transport
+}
+
+func (m *MHTTP) transports() []*h2.Transport {
+	m.once.Do(func() {
+		for _, p := range m.Paths {
+			m.trs = append(m.trs, &h2.Transport{AllowHTTP: true, DialContext: p.dialer(), TLSClientConfig: m.TLSConfig})
+		}
+	})
+	return m.trs
+}
+
+// Close closes every path's connection.
+func (m *MHTTP) Close() {
+	for _, tr := range m.transports() {
+		tr.CloseIdleConnections()
+	}
+}
+
+// pathURL is u as path i requests it: its host mapped by the path.
+func (m *MHTTP) pathURL(ctx context.Context, i int, u *url.URL) (string, error) {
+	hp := u.Host
+	if u.Port() == "" {
+		hp += map[string]string{"http": ":80", "https": ":443"}[u.Scheme]
+	}
+	t, err := m.Paths[i].target(ctx, hp)
+	if err != nil {
+		return "", err
+	}
+	v := *u
+	v.Host = t
+	return v.String(), nil
+}
+
+// Warm opens every path's connection with a whole GET of rawURL (a small
+// object), so a download that follows runs on persistent connections.
+func (m *MHTTP) Warm(ctx context.Context, rawURL string) error {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	for i, tr := range m.transports() {
+		pu, err := m.pathURL(ctx, i, u)
+		if err == nil {
+			_, _, err = getRange(ctx, tr, pu, -1, -1, io.Discard)
+		}
+		if err != nil {
+			return fmt.Errorf("warm-up on path %s: %w", m.Paths[i].Label(i), err)
+		}
+	}
+	return nil
+}
+
+var errBeyondEnd = errors.New("range beyond the object")
+
+// Download fetches rawURL in chunks over the paths and writes every byte
+// at its offset in w. Result has Size, Total and each path's Requests and
+// Delivered.
+func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Result, error) {
+	if m.Chunk <= 0 {
+		return nil, fmt.Errorf("mhttp: chunk size %d: want a positive size", m.Chunk)
+	}
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	trs := m.transports()
+	var (
+		mu    sync.Mutex
+		next  int64
+		total = int64(-1)
+		res   = &Result{Paths: make([]PathResult, len(trs))}
+	)
+	claim := func() (int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total >= 0 && next >= total {
+			return 0, false
+		}
+		a := next
+		next += m.Chunk
+		return a, true
+	}
+	start := time.Now()
+	errs := make(chan error, len(trs))
+	for i, tr := range trs {
+		res.Paths[i].Name, res.Paths[i].Proto = m.Paths[i].Label(i), "h2"
+		go func() {
+			pu, err := m.pathURL(ctx, i, u)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for {
+				a, ok := claim()
+				if !ok {
+					errs <- nil
+					return
+				}
+				obj, n, err := getRange(ctx, tr, pu, a, a+m.Chunk, &offsetWriter{w: w, off: a})
+				if errors.Is(err, errBeyondEnd) {
+					errs <- nil
+					return
+				}
+				if err != nil {
+					errs <- fmt.Errorf("path %s: %w", res.Paths[i].Name, err)
+					return
+				}
+				mu.Lock()
+				if total < 0 {
+					total = obj
+				}
+				res.Paths[i].Delivered += n
+				res.Paths[i].Received += n
+				res.Paths[i].Requests++
+				res.Size += n
+				mu.Unlock()
+			}
+		}()
+	}
+	var all []error
+	for range trs {
+		all = append(all, <-errs)
+	}
+	res.Total = time.Since(start)
+	if err := errors.Join(all...); err != nil {
+		return res, err
+	}
+	if res.Size != total {
+		return res, fmt.Errorf("mhttp: %d bytes received, want %d", res.Size, total)
+	}
+	return res, nil
+}
+
+// offsetWriter writes a stream at consecutive offsets of a WriterAt.
+type offsetWriter struct {
+	w   io.WriterAt
+	off int64
+}
+
+func (o *offsetWriter) Write(p []byte) (int, error) {
+	n, err := o.w.WriteAt(p, o.off)
+	o.off += int64(n)
+	return n, err
+}
+
+// getRange GETs url (bytes [a, b) if a >= 0), copies the body to w and
+// returns the object's size and the bytes copied. A 206 must be exactly the
+// range asked for (ends clipped to the object).
+func getRange(ctx context.Context, rt http.RoundTripper, url string, a, b int64, w io.Writer) (obj, n int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if a >= 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(a, 10)+"-"+strconv.FormatInt(b-1, 10))
+	}
+	res, err := rt.RoundTrip(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer res.Body.Close()
+	obj = res.ContentLength
+	switch res.StatusCode {
+	case http.StatusOK:
+		if a > 0 {
+			return 0, 0, fmt.Errorf("GET %s: the server ignored Range bytes %d-%d and sent the whole object", url, a, b-1)
+		}
+	case http.StatusPartialContent:
+		first, last, size, err := content.ParseContentRange(res.Header.Get("Content-Range"))
+		if err != nil {
+			return 0, 0, err
+		}
+		if first != a || last != min(b, size)-1 {
+			return 0, 0, fmt.Errorf("GET %s: asked for bytes %d-%d, got Content-Range %q", url, a, b-1, res.Header.Get("Content-Range"))
+		}
+		obj = size
+	case http.StatusRequestedRangeNotSatisfiable:
+		return 0, 0, errBeyondEnd
+	default:
+		return 0, 0, fmt.Errorf("GET %s: status %s", url, res.Status)
+	}
+	n, err = io.Copy(w, res.Body)
+	return obj, n, err
+}
