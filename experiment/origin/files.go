@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // ObjectPath is where an object of n bytes is served: every server serves the

@@ -70,7 +70,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("one page at a time, got %q", pos)
 	}
 	obj := experiment.Object{Name: pos[0]}
-	kind, conf, err := replayKind(cfg, *browserMode, given())
+	start, conf, err := replayKind(cfg, *browserMode, given())
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		env.Condition, env.Net = cond, emulated.Local()
 	}
 	if sess == nil {
-		if sess, err = kind.start(ctx, env); err != nil {
+		if sess, err = start(ctx, env); err != nil {
 			return err
 		}
 		defer sess.Close()
@@ -155,30 +155,33 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return printReplay(stdout, pg, rec, *width)
 }
 
-// replayKind picks the experiment: the replay walk, or Chromium with the
-// options they share; it returns what starts it and the protocol its record
-// carries.
-type starter struct {
-	start func(ctx context.Context, env *experiment.Env) (experiment.Session, error)
-}
+// startFunc starts an experiment's session in an environment.
+type startFunc func(ctx context.Context, env *experiment.Env) (experiment.Session, error)
 
-func replayKind(cfg pageload.Config, browser bool, given []string) (starter, experiment.Protocol, error) {
+// replayKind picks the experiment, the replay walk or Chromium with the
+// options they share, and returns what starts it and the protocol its
+// record carries.
+func replayKind(cfg pageload.Config, browser bool, given []string) (startFunc, experiment.Protocol, error) {
 	if !browser {
 		if err := cfg.Validate(); err != nil {
-			return starter{}, experiment.Protocol{}, flagError(err)
+			return nil, experiment.Protocol{}, flagError(err)
 		}
-		fc, _ := cfg.FetchLabel()
-		return starter{func(ctx context.Context, env *experiment.Env) (experiment.Session, error) { return pageload.Start(ctx, env, cfg) }},
-			pageload.Replay.Protocol(fc, cfg), nil
+		label, _ := cfg.FetchLabel()
+		start := func(ctx context.Context, env *experiment.Env) (experiment.Session, error) {
+			return pageload.Start(ctx, env, cfg)
+		}
+		return start, pageload.Replay.Protocol(label, cfg), nil
 	}
 	for _, k := range replayOnly {
 		if slices.Contains(given, k) {
-			return starter{}, experiment.Protocol{}, fmt.Errorf("--%s: the replay's option; Chromium (--browser) takes --proto, --compute and --pacing", experiment.FlagName(k))
+			return nil, experiment.Protocol{}, fmt.Errorf("--%s: the replay's option; Chromium (--browser) takes --proto, --compute and --pacing", experiment.FlagName(k))
 		}
 	}
 	cc := pageload.ChromiumConfig{Proto: cfg.Proto, Compute: cfg.Compute, Pacing: cfg.Pacing}
-	return starter{func(ctx context.Context, env *experiment.Env) (experiment.Session, error) { return pageload.StartChromium(ctx, env, cc) }},
-		pageload.Chromium.Protocol("chromium-"+cc.Proto, cc), nil
+	start := func(ctx context.Context, env *experiment.Env) (experiment.Session, error) {
+		return pageload.StartChromium(ctx, env, cc)
+	}
+	return start, pageload.Chromium.Protocol("chromium-"+cc.Proto, cc), nil
 }
 
 func printReplay(w io.Writer, pg *page.Page, rec *experiment.Record, width int) error {
@@ -217,4 +220,3 @@ func (lf *linkFlags) set() bool {
 	}
 	return false
 }
-
