@@ -72,7 +72,7 @@ func (t *Transport) RoundTripOpts(req *http.Request, opts StreamOptions) (*http.
 	default:
 		return nil, fmt.Errorf("h2: unsupported scheme %q in %s (http:// needs Transport.AllowHTTP)", scheme, req.URL)
 	}
-	addr := hostPort(req.URL.Host, scheme)
+	addr := HostPort(req.URL.Host, scheme)
 	for try := 0; ; try++ {
 		cc, err := t.getConn(req.Context(), addr, scheme)
 		if err != nil {
@@ -99,7 +99,9 @@ func (t *Transport) RoundTripOpts(req *http.Request, opts StreamOptions) (*http.
 	}
 }
 
-func hostPort(host, scheme string) string {
+// HostPort is the address a URL's host names: host as it is if it has a
+// port, else with the scheme's default port (443 for https, 80 otherwise).
+func HostPort(host, scheme string) string {
 	if _, _, err := net.SplitHostPort(host); err == nil {
 		return host
 	}

@@ -31,6 +31,7 @@ import (
 	"crypto/tls"
 
 	"github.com/shunt-net/shunt/estimate"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/multipath"
 )
 
@@ -175,7 +176,7 @@ func parseURL(rawURL string) (*url.URL, error) {
 
 // cacheKey names a path's estimates: the path and the server it reaches.
 func cacheKey(p Path, i int, u *url.URL) string {
-	return p.Label(i) + " " + u.Scheme + "://" + hostPort(u)
+	return p.Label(i) + " " + u.Scheme + "://" + h2.HostPort(u.Host, u.Scheme)
 }
 
 // Download fetches rawURL over every path into w, each byte written once at

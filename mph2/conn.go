@@ -94,7 +94,7 @@ type connKey struct {
 // background if there is none or it has died. Connections persist across
 // downloads, as the paper's measurements use persistent connections.
 func (c *Client) conn(i int, u *url.URL) *pathConn {
-	k := connKey{i, u.Scheme, hostPort(u)}
+	k := connKey{i, u.Scheme, h2.HostPort(u.Host, u.Scheme)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pc := c.conns[k]; pc != nil && !pc.dead() {
@@ -124,22 +124,12 @@ func (c *Client) dialTimeout() time.Duration {
 	return 15 * time.Second
 }
 
-func hostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "https" {
-		return net.JoinHostPort(u.Hostname(), "443")
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
-}
-
 // dial connects path i to u's server and settles the protocol: TLS ALPN
 // decides for https; for http, h2c with prior knowledge is tried and a PING
 // must come back, else the path falls back to HTTP/1.1.
 func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) error {
 	p := c.Paths[i]
-	addr, err := p.target(ctx, hostPort(u))
+	addr, err := p.target(ctx, h2.HostPort(u.Host, u.Scheme))
 	if err != nil {
 		return err
 	}

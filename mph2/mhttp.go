@@ -50,11 +50,7 @@ func (m *MHTTP) Close() {
 
 // pathURL is u as path i requests it: its host mapped by the path.
 func (m *MHTTP) pathURL(ctx context.Context, i int, u *url.URL) (string, error) {
-	hp := u.Host
-	if u.Port() == "" {
-		hp += map[string]string{"http": ":80", "https": ":443"}[u.Scheme]
-	}
-	t, err := m.Paths[i].target(ctx, hp)
+	t, err := m.Paths[i].target(ctx, h2.HostPort(u.Host, u.Scheme))
 	if err != nil {
 		return "", err
 	}

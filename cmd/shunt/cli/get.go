@@ -21,10 +21,11 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/net/http2"
 	"golang.org/x/term"
 
+	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/smig"
 )
@@ -61,6 +62,7 @@ type getOptions struct {
 	insecure bool
 	smig     string           // --smig POLICY: an SMig client (smig.Transport)
 	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
+	json     string           // --json FILE: append the download's record
 }
 
 // getTimes are offsets from the start of the download, as curl reports them.
@@ -82,6 +84,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.BoolVar(&o.verbose, "v", false, "trace frames (HTTP/2) and response headers on stderr")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's certificate")
 	fs.StringVar(&o.smig, "smig", "", "HTTP/2 with SMig stream migration, client `POLICY` nomig or migcp[:BYTES]")
+	fs.StringVar(&o.json, "json", "", "append the download's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -151,15 +154,30 @@ func parseRangeFlag(s string) (first, last int64, err error) {
 	return first, last, nil
 }
 
-func runGet(ctx context.Context, args []string, gio getIO) error {
+func runGet(ctx context.Context, args []string, gio getIO) (err error) {
 	gio.stderr = &lockedWriter{w: gio.stderr}
 	o, err := parseGetArgs(args, gio.stderr)
 	if err != nil {
 		return err
 	}
-	if len(o.mp.paths) > 0 {
-		return runGetMultipath(ctx, o, gio)
+	rec := newGetRecord(o)
+	if o.json != "" {
+		w, err := experiment.OpenRecordWriter(o.json)
+		if err != nil {
+			return fmt.Errorf("--json: %w", err) // before the download, not after it
+		}
+		defer func() {
+			rec.Duration = time.Since(rec.Start).Seconds()
+			err = errors.Join(err, w.Write(&rec.Record), w.Close())
+		}()
 	}
+	if len(o.mp.paths) > 0 {
+		return rec.fail(runGetMultipath(ctx, o, gio, rec))
+	}
+	return rec.fail(runGetSingle(ctx, o, gio, rec))
+}
+
+func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
 	if err != nil {
 		return err
@@ -223,7 +241,10 @@ func runGet(ctx context.Context, args []string, gio getIO) error {
 	}
 
 	printTimes(gio.stderr, times, n, resp)
-	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", hex.EncodeToString(sum.Sum(nil)), n)
+	digest := hex.EncodeToString(sum.Sum(nil))
+	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", digest, n)
+	rec.measured(map[string]float64{"time": times.total.Seconds(), "first_byte": times.firstByte.Seconds(), "connect": times.connect.Seconds(), "tls": times.tls.Seconds()},
+		map[string]float64{"bytes": float64(n)}, map[string]string{"http": resp.Proto, "status": resp.Status, "sha256": digest})
 	if check.verifier != nil {
 		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check.what)
 	}
@@ -326,10 +347,7 @@ func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Res
 // roundTripH2 dials and handshakes itself (so connect and TLS are timed)
 // and hands the connection to the h2 engine. The caller closes the conn.
 func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, error) {
-	addr := o.url.Host
-	if o.url.Port() == "" {
-		addr = net.JoinHostPort(o.url.Hostname(), map[string]string{"http": "80", "https": "443"}[o.url.Scheme])
-	}
+	addr := h2.HostPort(o.url.Host, o.url.Scheme)
 	nc, err := timedDial(times)(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
@@ -352,7 +370,7 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 		nc = tc
 	}
 	if o.verbose {
-		tr.Config.Trace = frameTracer(stderr, times.start)
+		tr.Config.Trace = h2.FrameTracer(stderr, times.start, smig.Describe)
 	}
 	cc, err := tr.NewClientConn(nc)
 	if err != nil {
@@ -390,7 +408,7 @@ func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, stderr io.Write
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		}}
 	if o.verbose {
-		tr.Config.Trace = frameTracer(stderr, time.Now())
+		tr.Config.Trace = h2.FrameTracer(stderr, time.Now(), smig.Describe)
 	}
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -467,15 +485,6 @@ func bodyHint(resp *http.Response) string {
 	return ""
 }
 
-// frameTracer prints one line per frame, stamped with the time since start.
-// The frame is only valid during the call, so it is formatted at once; w
-// must be safe for concurrent use (the engine's goroutines call this).
-func frameTracer(w io.Writer, start time.Time) func(h2.Direction, http2.Frame) {
-	return func(dir h2.Direction, f http2.Frame) {
-		fmt.Fprintf(w, "%9.3fms %s %s\n", time.Since(start).Seconds()*1000, dirName(dir), describeFrame(f))
-	}
-}
-
 // lockedWriter serialises writes: with -v the engine traces frames on
 // stderr while the command writes its own lines there.
 type lockedWriter struct {
@@ -489,45 +498,56 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func dirName(d h2.Direction) string {
-	if d == h2.Sent {
-		return "send"
+// getRecord is a download's record, as shunt bench's runs.jsonl holds them
+// (driver "get": the options given, the URL as the object).
+type getRecord struct{ experiment.Record }
+
+func newGetRecord(o getOptions) *getRecord {
+	params := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			params[k] = v
+		}
 	}
-	return "recv"
+	proto := "h2"
+	switch {
+	case o.http11 || (o.url.Scheme == "http" && !o.h2c && len(o.mp.paths) == 0):
+		proto = "h1"
+	case o.h2c:
+		proto = "h2c"
+	}
+	set("proto", proto)
+	set("range", o.rng)
+	set("smig", o.smig)
+	cond := experiment.Condition{Name: "host", Topology: "single", Paths: []experiment.PathSpec{{Name: "default"}}}
+	name := "get-" + proto
+	if len(o.mp.paths) > 0 {
+		name = "mph2"
+		cond.Topology = "multihomed"
+		cond.Paths = nil
+		for i, p := range o.mp.paths {
+			cond.Paths = append(cond.Paths, experiment.PathSpec{Name: p.Label(i)})
+		}
+		set("size", o.mp.size)
+		set("end_adjust", o.mp.endAdjust)
+		if o.mp.noPipelining {
+			params["pipelining"] = "false"
+		}
+	}
+	r := &getRecord{experiment.Record{Run: experiment.Run{Scenario: "shunt get", Condition: cond,
+		Protocol: experiment.Protocol{Name: name, Driver: "get", Params: params}, Object: experiment.Object{Name: o.url.String()}}, Start: time.Now()}}
+	r.ID = bench.RunID(0, r.Condition, r.Protocol, r.Object, 0)
+	return r
 }
 
-func describeFrame(f http2.Frame) string {
-	// "[FrameHeader DATA flags=END_STREAM stream=1 len=5]" without the wrapping.
-	s := strings.TrimSuffix(strings.TrimPrefix(f.Header().String(), "[FrameHeader "), "]")
-	switch f := f.(type) {
-	case *http2.SettingsFrame:
-		var parts []string
-		f.ForeachSetting(func(st http2.Setting) error {
-			parts = append(parts, st.String())
-			return nil
-		})
-		if len(parts) > 0 {
-			s += " " + strings.Join(parts, " ")
-		}
-	case *http2.WindowUpdateFrame:
-		s += fmt.Sprintf(" increment=%d", f.Increment)
-	case *http2.PingFrame:
-		s += fmt.Sprintf(" data=%x", f.Data)
-	case *http2.RSTStreamFrame:
-		s += " code=" + f.ErrCode.String()
-	case *http2.GoAwayFrame:
-		s += fmt.Sprintf(" last_stream=%d code=%s", f.LastStreamID, f.ErrCode)
-		if d := f.DebugData(); len(d) > 0 {
-			s += fmt.Sprintf(" debug=%q", d)
-		}
-	case *http2.UnknownFrame:
-		if d, ok := smig.Describe(f.FrameHeader, f.Payload()); ok {
-			s = d
-		}
-	case *http2.MetaHeadersFrame:
-		for _, hf := range f.Fields {
-			s += fmt.Sprintf("\n            %s: %s", hf.Name, hf.Value)
-		}
+func (r *getRecord) measured(metrics, counts map[string]float64, info map[string]string) {
+	r.Metrics, r.Counts, r.Info = metrics, counts, info
+}
+
+// fail records err (if any) and returns it.
+func (r *getRecord) fail(err error) error {
+	if err != nil {
+		r.Error = err.Error()
 	}
-	return s
+	return err
 }

@@ -66,7 +66,7 @@ func (m *multipathOptions) check(o getOptions) error {
 
 // runGetMultipath downloads with MP-H2 into a temporary file (bytes arrive
 // out of order), verifies it, then renames it to -o or copies it to stdout.
-func runGetMultipath(ctx context.Context, o getOptions, gio getIO) error {
+func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
 	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining,
 		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}}
 	if o.mp.endAdjust == "rst" {
@@ -132,6 +132,11 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO) error {
 		fmt.Fprintln(gio.stderr, "note: the server ignored Range; the download went on over one path")
 	}
 	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", hex.EncodeToString(sum), n)
+	counts := map[string]float64{"bytes": float64(n), "tail_bytes": float64(res.TailBytes)}
+	for _, p := range res.Paths {
+		counts["bytes_"+p.Name], counts["requests_"+p.Name], counts["received_"+p.Name] = float64(p.Delivered), float64(p.Requests), float64(p.Received)
+	}
+	rec.measured(map[string]float64{"time": res.Total.Seconds()}, counts, map[string]string{"sha256": hex.EncodeToString(sum)})
 	if check != "" {
 		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // runGetTest runs `shunt get args...` in-process and returns its stdout and stderr.
@@ -179,14 +180,6 @@ func TestGetTLSHTTP1(t *testing.T) {
 	}
 }
 
-// skipIfNoEngine skips while the h2 engine is the stubbed contract.
-func skipIfNoEngine(t *testing.T, err error) {
-	t.Helper()
-	if err != nil && strings.Contains(err.Error(), "not implemented") {
-		t.Skipf("h2 engine not implemented yet: %v", err)
-	}
-}
-
 func TestGetH2(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -200,7 +193,6 @@ func TestGetH2(t *testing.T) {
 			base := startServe(t, tc.serveArgs...)
 			args := append(tc.getArgs, "-v", "--range", "100-", base+"/gen/1MB")
 			stdout, stderr, err := runGetTest(t, args...)
-			skipIfNoEngine(t, err)
 			if err != nil {
 				t.Fatalf("get %v: %v\n%s", args, err, stderr)
 			}
@@ -213,6 +205,36 @@ func TestGetH2(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGetJSON appends a download's record, as runs.jsonl holds them, and
+// refuses an unwritable --json file before downloading.
+func TestGetJSON(t *testing.T) {
+	base := startServe(t)
+	file := filepath.Join(t.TempDir(), "gets.jsonl")
+	for range 2 {
+		if _, stderr, err := runGetTest(t, "--h2c", "--json", file, base+"/gen/100KB"); err != nil {
+			t.Fatalf("get: %v\n%s", err, stderr)
+		}
+	}
+	if _, _, err := runGetTest(t, "--h2c", "--json", file, base+"/gen/nonsense"); err == nil {
+		t.Fatal("get of a bad /gen size: no error")
+	}
+	recs, err := experiment.ReadRecords(file)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v; want 3", len(recs), err)
+	}
+	for _, r := range recs[:2] {
+		if !r.OK() || r.Protocol.Driver != "get" || r.Protocol.Params["proto"] != "h2c" || r.Counts["bytes"] != 100e3 || r.Metrics["time"] <= 0 || r.Info["sha256"] == "" {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if recs[0].ID != recs[1].ID || recs[2].OK() {
+		t.Errorf("same download, IDs %s and %s; failed one recorded as %q", recs[0].ID, recs[1].ID, recs[2].Error)
+	}
+	if _, _, err := runGetTest(t, "--json", filepath.Join(t.TempDir(), "no", "such", "dir"), base+"/gen/100KB"); err == nil || !strings.Contains(err.Error(), "--json") {
+		t.Errorf("unwritable --json: %v", err)
 	}
 }
 
