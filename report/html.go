@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/experiment"
+	"gopkg.in/yaml.v3"
 )
 
 // Section is extra content for the HTML report, such as link-log plots drawn
@@ -34,19 +36,37 @@ const (
 	PlotsDir    = "plots"
 )
 
+// scenarioOf is the scenario dir's runs came from: its scenario file, or,
+// for records that came without one (--json of shunt replay and shunt get),
+// the scenario they describe (bench.FromRecords).
+// Its source is the file, or the derived scenario as YAML.
+func scenarioOf(dir string, recs []*experiment.Record) (*bench.Scenario, []byte, error) {
+	file := filepath.Join(dir, bench.ScenarioFile)
+	src, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		sc, err := bench.FromRecords(recs)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, err := yaml.Marshal(sc)
+		return sc, append([]byte("# no scenario file: the scenario the records describe\n"), src...), err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := bench.Parse(file, src)
+	return sc, src, err
+}
+
 // Write reads dir's runs.jsonl and scenario, and writes summary.csv,
 // summary.json, table.txt, plots/ (PNG and SVG) and report.html into dir. It
 // returns the summary so callers can also print it.
 func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*experiment.Record, error) {
-	src, err := os.ReadFile(filepath.Join(dir, bench.ScenarioFile))
-	if err != nil {
-		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
-	}
-	sc, err := bench.Parse(filepath.Join(dir, bench.ScenarioFile), src)
-	if err != nil {
-		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
-	}
 	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	if err != nil {
+		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
+	}
+	sc, src, err := scenarioOf(dir, recs)
 	if err != nil {
 		return nil, bench.Summary{}, nil, fmt.Errorf("report: %w", err)
 	}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/bench/drivers"
+	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/report"
 )
 
 var benchCmd = &Command{
 	Name:  "bench",
-	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench --list | bench merge OUT DIR...",
+	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench --list | bench merge OUT DIR... | bench report DIR [RECORDS...]",
 	Short: "run an experiment scenario (default: holb) and report p25/p50/p75 per cell",
 }
 
@@ -36,6 +37,9 @@ const (
 func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "merge" {
 		return runBenchMerge(args[1:], os.Stdout)
+	}
+	if len(args) > 0 && args[0] == "report" {
+		return runBenchReport(args[1:], os.Stdout)
 	}
 	fs := newFlags(benchCmd)
 	list := fs.Bool("list", false, "print the shipped scenarios, one name a line")
@@ -175,4 +179,55 @@ func runBenchMerge(args []string, w io.Writer) error {
 		return err
 	}
 	return writeBenchReport(pos[0], *jsonFile, w)
+}
+
+// runBenchReport writes the report of DIR's runs; record files given after
+// it (--json lines of shunt replay, shunt get, or runs files) are added to
+// DIR's runs first, so single runs become a table and plots.
+func runBenchReport(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("bench report", flag.ContinueOnError)
+	jsonFile := fs.String("json", "", "write the summary as JSON to `FILE`")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: shunt bench report [--json FILE] DIR [RECORDS...]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 {
+		fs.Usage()
+		return errors.New("report needs a directory")
+	}
+	dir := pos[0]
+	var recs []*experiment.Record
+	for _, f := range pos[1:] {
+		r, err := experiment.ReadRecords(f)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%s: no records", f)
+		}
+		recs = append(recs, r...)
+	}
+	if len(recs) > 0 {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		rw, err := experiment.OpenRecordWriter(filepath.Join(dir, bench.RunsFile))
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := rw.Write(r); err != nil {
+				rw.Close()
+				return err
+			}
+		}
+		if err := rw.Close(); err != nil {
+			return err
+		}
+	}
+	return writeBenchReport(dir, *jsonFile, w)
 }

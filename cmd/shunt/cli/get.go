@@ -23,7 +23,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/h2"
@@ -161,6 +160,9 @@ func runGet(ctx context.Context, args []string, gio getIO) (err error) {
 		return err
 	}
 	rec := newGetRecord(o)
+	if err := identify(&rec.Run, o.json); err != nil {
+		return err
+	}
 	if o.json != "" {
 		w, err := experiment.OpenRecordWriter(o.json)
 		if err != nil {
@@ -536,7 +538,6 @@ func newGetRecord(o getOptions) *getRecord {
 	}
 	r := &getRecord{experiment.Record{Run: experiment.Run{Scenario: "shunt get", Condition: cond,
 		Protocol: experiment.Protocol{Name: name, Driver: "get", Params: params}, Object: experiment.Object{Name: o.url.String()}}, Start: time.Now()}}
-	r.ID = bench.RunID(0, r.Condition, r.Protocol, r.Object, 0)
 	return r
 }
 

@@ -139,7 +139,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer sess.Close()
 	}
 	run := &experiment.Run{Scenario: "shunt replay", Condition: env.Condition, Protocol: conf, Object: obj, Seed: *seed}
-	run.ID = bench.RunID(*seed, run.Condition, run.Protocol, run.Object, 0)
+	if err := identify(run, *jsonFile); err != nil {
+		return err
+	}
 	rec := experiment.RunOnce(ctx, env.Net, sess, run, *timeout, nil)
 	if w != nil {
 		if err := w.Write(rec); err != nil {

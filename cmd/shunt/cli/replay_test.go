@@ -125,3 +125,28 @@ func TestServePageH3(t *testing.T) {
 		t.Errorf("%d of %d bytes over %q", r.Bytes, p.TotalSize(), f.Protocol())
 	}
 }
+
+// TestReplayRecordsFeedTheReport turns two replay loads' --json lines into
+// a report, as a sweep's runs would be.
+func TestReplayRecordsFeedTheReport(t *testing.T) {
+	file := googleGraph(t)
+	jsonFile := filepath.Join(t.TempDir(), "loads.jsonl")
+	for _, proto := range []string{"h1", "h2", "h2"} {
+		if err := runReplay(t.Context(), []string{file, "--proto", proto, "--json", jsonFile}, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "report")
+	var out strings.Builder
+	if err := runBenchReport([]string{dir, jsonFile}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"h1-6", "h2-100", "n=2", "plt"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Error(err)
+	}
+}

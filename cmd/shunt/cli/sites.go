@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay/browser"
@@ -36,4 +37,24 @@ func flagError(err error) error {
 		return &named
 	}
 	return err
+}
+
+// identify gives a command's run its repetition and ID: the repetition is
+// the count of runs of the same condition, protocol and object the --json
+// file already holds (0 without one), so repeated commands appending to one
+// file are repetitions of one cell, as a sweep's are.
+func identify(run *experiment.Run, jsonFile string) error {
+	if jsonFile != "" {
+		recs, err := experiment.ReadRecords(jsonFile)
+		if err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+		for _, r := range recs {
+			if bench.RunID(run.Seed, r.Condition, r.Protocol, r.Object, 0) == bench.RunID(run.Seed, run.Condition, run.Protocol, run.Object, 0) {
+				run.Rep++
+			}
+		}
+	}
+	run.ID = bench.RunID(run.Seed, run.Condition, run.Protocol, run.Object, run.Rep)
+	return nil
 }
