@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +52,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.Progress = nopProgress{}
 	}
 	if err := r.Scenario.Check(reg, r.Networks); err != nil {
+		return err
+	}
+	if err := r.sameScenario(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(r.OutDir, 0o755); err != nil {
@@ -222,6 +227,47 @@ func (r *Runner) shardLabel() string {
 		return ""
 	}
 	return r.Shard.String()
+}
+
+// sameScenario refuses to resume an output directory whose runs came from
+// another definition of the scenario: their records would be pooled with
+// the new ones in cells of the same names. Renaming, notes, plots,
+// references and the count of repetitions may change (more repetitions
+// extend a sweep); what defines runs may not.
+func (r *Runner) sameScenario() error {
+	file := filepath.Join(r.OutDir, ScenarioFile)
+	src, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old, err := Parse(file, src)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	for _, d := range definitionDiff(old, r.Scenario) {
+		return fmt.Errorf("%s holds runs of another version of scenario %s (%s changed): use another --out, or remove the directory to start afresh", r.OutDir, r.Scenario.Name, d)
+	}
+	return nil
+}
+
+// definitionDiff names the parts that define runs (seed, conditions,
+// protocols, objects) in which a and b differ.
+func definitionDiff(a, b *Scenario) []string {
+	var diff []string
+	for _, part := range []struct {
+		name string
+		a, b any
+	}{{"seed", a.Seed, b.Seed}, {"conditions", a.Conditions, b.Conditions}, {"protocols", a.Protocols, b.Protocols}, {"objects", a.Objects, b.Objects}} {
+		ja, _ := json.Marshal(part.a)
+		jb, _ := json.Marshal(part.b)
+		if !bytes.Equal(ja, jb) {
+			diff = append(diff, part.name)
+		}
+	}
+	return diff
 }
 
 // conditionSeed seeds a condition's network (its loss models). It depends on

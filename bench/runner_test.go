@@ -304,6 +304,29 @@ func TestRunnerRefusesOtherScenarioOutput(t *testing.T) {
 	}
 }
 
+// TestRunnerRefusesEditedScenario: resuming with the scenario edited where
+// it defines runs would pool old and new runs in cells of the same names;
+// more repetitions and new notes are fine.
+func TestRunnerRefusesEditedScenario(t *testing.T) {
+	dir := t.TempDir()
+	if err := newFakeRunner(t, dir, &fakeDriver{}, &fakeFactory{}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	more := newFakeRunner(t, dir, &fakeDriver{}, &fakeFactory{})
+	more.Scenario.Reps++
+	more.Scenario.Notes = append(more.Scenario.Notes, "a new note")
+	if err := more.Run(context.Background()); err != nil {
+		t.Fatalf("more repetitions and a note: %v", err)
+	}
+	edited := newFakeRunner(t, dir, &fakeDriver{}, &fakeFactory{})
+	edited.Scenario.Conditions[0].Paths[0].Down.Delay = "50ms"
+	edited.Source = []byte(strings.Replace(string(edited.Source), "delay: 5ms, rate", "delay: 50ms, rate", 1))
+	err := edited.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "another version of scenario") || !strings.Contains(err.Error(), "conditions changed") {
+		t.Errorf("resume with an edited link: err = %v", err)
+	}
+}
+
 func TestShardPartition(t *testing.T) {
 	s, err := Parse("fake.yaml", []byte(fakeScenario))
 	if err != nil {

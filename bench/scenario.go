@@ -168,11 +168,10 @@ func (s *Scenario) Validate() error {
 				add(fieldErr(pf+".name", "", "missing"))
 			}
 			for dir, l := range map[string]experiment.LinkSpec{"up": p.Up, "down": p.Down} {
-				if l.Delay == "" {
-					continue
-				}
-				if d, err := time.ParseDuration(l.Delay); err != nil || d < 0 {
-					add(fieldErr(pf+"."+dir+".delay", l.Delay, "not a non-negative duration"))
+				if l.Delay != "" {
+					if d, err := time.ParseDuration(l.Delay); err != nil || d < 0 {
+						add(fieldErr(pf+"."+dir+".delay", l.Delay, "not a non-negative duration"))
+					}
 				}
 				if l.Rate != "" && l.Trace != "" {
 					add(fieldErr(pf+"."+dir, "", "rate and trace are exclusive"))

@@ -47,6 +47,8 @@ func TestParseErrorsNameFileAndField(t *testing.T) {
 		{"background_after alone", strings.Replace(fakeScenario, "{name: big, size: 1MB}", "{name: big, size: 1MB, background_after: 1MB}", 1), []string{"objects[1].background_after", "needs background"}},
 		{"bad timeout", strings.Replace(fakeScenario, "seed: 7", "seed: 7\ntimeout: soon", 1), []string{"timeout", "soon"}},
 		{"empty", "", []string{"x.yaml", "empty"}},
+		// Without a delay too: the check must not hide behind the delay's.
+		{"rate and trace, no delay", strings.Replace(fakeScenario, "up: {delay: 5ms}", "up: {rate: 10Mbit, trace: x.down}", 1), []string{"conditions[0].paths[0].up", "rate and trace are exclusive"}},
 	} {
 		_, err := Parse("x.yaml", []byte(tc.yaml))
 		wantErrorMentioning(t, tc.name, err, tc.want)

@@ -53,6 +53,9 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	if *list {
+		if len(pos) > 0 {
+			return fmt.Errorf("--list takes no scenario, got %q", pos)
+		}
 		for _, n := range bench.Shipped() {
 			fmt.Println(n)
 		}
@@ -96,6 +99,10 @@ func runBench(ctx context.Context, args []string) error {
 	if *linkLog {
 		nf.LogDir = filepath.Join(dir, linkLogDir)
 	}
+	// A scenario refused before any run leaves no output directory behind.
+	if err := sc.Check(drivers.Table, nf); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -119,6 +126,28 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if runErr != nil {
 		return fmt.Errorf("interrupted; resume with: shunt bench %s --out %s", name, dir)
+	}
+	return failedRuns(dir, shard)
+}
+
+// failedRuns is an error when runs of the shard failed: a sweep with
+// failed cells must not look like a success to a script.
+func failedRuns(dir string, shard bench.Shard) error {
+	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
+	if err != nil {
+		return err
+	}
+	failed, n := 0, 0
+	for _, r := range bench.Latest(recs) {
+		if shard.Has(r.ID) {
+			n++
+			if !r.OK() {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (their errors are in the report's failures and in %s); resume retries them: --out %s", failed, n, bench.RunsFile, dir)
 	}
 	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -187,10 +189,14 @@ func runNetShell(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var servers []*exec.Cmd // reaped once the teardown has killed them
 	defer func() {
 		fmt.Fprintf(os.Stderr, "shunt net: emulator CPU %v\n", n.EmulatorCPU().Round(time.Millisecond))
 		if cerr := n.Close(); cerr != nil {
 			fmt.Fprintf(os.Stderr, "shunt net: teardown: %v\n", cerr)
+		}
+		for _, srv := range servers {
+			srv.Wait()
 		}
 	}()
 
@@ -210,8 +216,9 @@ func runNetShell(ctx context.Context, args []string) error {
 			if err := srv.Start(); err != nil {
 				return fmt.Errorf("--server %q in %s: %w", *server, s.Name, err)
 			}
-			// Close kills whatever still runs in the namespace; Wait reaps it.
-			defer srv.Wait()
+			// The teardown (Close) kills whatever still runs in the
+			// namespace; only then can Wait reap it.
+			servers = append(servers, srv)
 			if err := testbed.WaitListening(ctx, s, 3*time.Second); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -245,11 +252,16 @@ func pathConfig(n *testbed.Net, i int, up bool) string {
 }
 
 func runNetCheck(ctx context.Context, args []string, out io.Writer) error {
+	return runChecks(ctx, args, out, testbed.Checks)
+}
+
+// runChecks runs the checks args name (all of them if none) in order.
+func runChecks(ctx context.Context, args []string, out io.Writer, checks []testbed.Check) error {
 	fs := flag.NewFlagSet("net check", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object per check")
 	fs.Usage = func() {
-		names := make([]string, len(testbed.Checks))
-		for i, c := range testbed.Checks {
+		names := make([]string, len(checks))
+		for i, c := range checks {
 			names[i] = c.Name
 		}
 		fmt.Fprintf(fs.Output(), "usage: shunt net check [--json] [NAME...]\n\nMeasures the emulator's accuracy (needs root); checks: %s\n", strings.Join(names, " "))
@@ -262,13 +274,19 @@ func runNetCheck(ctx context.Context, args []string, out io.Writer) error {
 	for _, a := range fs.Args() {
 		want[a] = true
 	}
+	unknown := maps.Clone(want)
+	for _, c := range checks {
+		delete(unknown, c.Name)
+	}
+	for n := range unknown {
+		return fmt.Errorf("unknown check %q", n)
+	}
 	var failed []string
 	ran := 0
-	for _, c := range testbed.Checks {
+	for _, c := range checks {
 		if len(want) > 0 && !want[c.Name] {
 			continue
 		}
-		delete(want, c.Name)
 		ran++
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		r, err := c.Run(cctx)
@@ -285,9 +303,6 @@ func runNetCheck(ctx context.Context, args []string, out io.Writer) error {
 		if !r.Pass {
 			failed = append(failed, r.Name)
 		}
-	}
-	for n := range want {
-		return fmt.Errorf("unknown check %q", n)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d checks off target: %s (the machine's load shows in these figures; see docs/testbed.md)", len(failed), ran, strings.Join(failed, ", "))
