@@ -215,9 +215,11 @@ func Flags(fs *flag.FlagSet, cfg any, skip ...string) (given func() []string) {
 		if slices.Contains(skip, p.key) {
 			continue
 		}
+		// The back-quoted word names the flag's argument in -help
+		// (flag.UnquoteUsage); a bool flag takes none.
 		help := p.help
-		if p.enum != nil {
-			help += " (" + strings.Join(p.enum, ", ") + ")"
+		if p.v.Kind() != reflect.Bool {
+			help += " (`" + p.placeholder() + "`)"
 		}
 		fv := &flagValue{p: p, set: set}
 		if p.v.Kind() == reflect.Bool {
@@ -234,6 +236,25 @@ func Flags(fs *flag.FlagSet, cfg any, skip ...string) (given func() []string) {
 		slices.Sort(keys)
 		return keys
 	}
+}
+
+// placeholder names a flag's argument: the enum's values, or the type.
+func (p param) placeholder() string {
+	switch {
+	case p.enum != nil:
+		return strings.Join(p.enum, "|")
+	case p.v.Type() == reflect.TypeFor[Bytes]():
+		return "SIZE"
+	case p.v.Type() == durationType:
+		return "DURATION"
+	}
+	switch p.v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "N"
+	case reflect.Float64:
+		return "X"
+	}
+	return strings.ToUpper(p.key)
 }
 
 type flagValue struct {
@@ -260,3 +281,11 @@ func (f *flagValue) Set(s string) error {
 type boolFlag struct{ *flagValue }
 
 func (boolFlag) IsBoolFlag() bool { return true }
+
+// String is "" for false, so -help shows no "(default false)".
+func (b boolFlag) String() string {
+	if s := b.flagValue.String(); s != "false" {
+		return s
+	}
+	return ""
+}

@@ -10,9 +10,28 @@ import (
 	"golang.org/x/net/http2"
 )
 
+// ErrHTTP1Reply: the peer answered a client's HTTP/2 preface with an
+// HTTP/1.x response, so it does not speak h2c (prior knowledge) there.
+var ErrHTTP1Reply = errors.New("the server answered in HTTP/1.x, not HTTP/2: it does not speak h2c with prior knowledge on this port")
+
+// answeredHTTP1 ends a client connection whose peer's first bytes are an
+// HTTP/1.x status line, which the framer would read as an oversized frame
+// (FRAME_SIZE_ERROR) and so hide what happened.
+func (c *Conn) answeredHTTP1() bool {
+	b, err := c.br.Peek(len("HTTP/1."))
+	if err != nil || string(b) != "HTTP/1." {
+		return false
+	}
+	c.close(ErrHTTP1Reply)
+	return true
+}
+
 // readLoop reads and dispatches frames until the connection ends. It owns the
 // read-side Framer and the HPACK decoder.
 func (c *Conn) readLoop() {
+	if c.srv == nil && c.answeredHTTP1() {
+		return
+	}
 	for {
 		f, err := c.rfr.ReadFrame()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -36,21 +37,31 @@ func Register(c *Command) {
 
 // Main runs the command named by args[0] and returns the process exit code.
 func Main(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
+	if len(args) == 0 {
+		usage(os.Stderr)
 		return 2
+	}
+	if isHelp(args[0]) {
+		usage(os.Stdout)
+		return 0
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "shunt: unknown command %q\n", args[0])
-		usage()
+		usage(os.Stderr)
 		return 2
+	}
+	if helpAsked(args[1:]) {
+		// Asked-for help is output, not an error: the flag packages print
+		// usage to stderr, so it goes to stdout for this run.
+		defer func(stderr *os.File) { os.Stderr = stderr }(os.Stderr)
+		os.Stderr = os.Stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.Run(ctx, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 2
+			return 0
 		}
 		fmt.Fprintf(os.Stderr, "shunt %s: %v\n", c.Name, err)
 		return 1
@@ -58,8 +69,24 @@ func Main(args []string) int {
 	return 0
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: shunt COMMAND [flags]\n\ncommands:")
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }
+
+// helpAsked reports whether a command's arguments ask for its help (before
+// any "--", after which they belong to a command it runs).
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if isHelp(a) && a != "help" {
+			return true
+		}
+	}
+	return false
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: shunt COMMAND [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n, c := range commands {
 		if !c.Hidden {
@@ -68,7 +95,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].Short)
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].Short)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,27 +61,105 @@ type getOptions struct {
 	smig     string           // --smig POLICY: an SMig client (smig.Transport)
 	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
 	json     string           // --json FILE: append the download's record
+	timeouts getTimeouts
 }
 
-// getTimes are offsets from the start of the download, as curl reports them.
+// getTimeouts bound the phases of a download, so a server that accepts
+// and never answers, or stops sending, does not hang it.
+type getTimeouts struct {
+	connect  time.Duration // TCP connect and TLS handshake
+	response time.Duration // from the request to the response's header
+	idle     time.Duration // between body bytes
+}
+
+// getTimes are offsets from the start of the download, as curl reports
+// them; the watchdog moves from one phase's timeout to the next as they
+// pass.
 type getTimes struct {
 	start                   time.Time
 	connect, tls, firstByte time.Duration
 	total                   time.Duration
 	usedTLS                 bool
+	dog                     *watchdog
+	limits                  getTimeouts
+}
+
+// connected marks the connection (and TLS) done: the response's timeout runs.
+func (t *getTimes) connected() {
+	t.dog.set(t.limits.response, "no response header %v after connecting (--response-timeout)")
+}
+
+// watchdog cancels a download's context when its timer runs out, with the
+// phase's error as the cause.
+type watchdog struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+func newWatchdog(ctx context.Context) (context.Context, *watchdog) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, &watchdog{cancel: cancel}
+}
+
+// set (re)starts the timer: after d, the download fails with format's error.
+func (w *watchdog) set(d time.Duration, format string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.timer = time.AfterFunc(d, func() { w.cancel(fmt.Errorf(format, d)) })
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.cancel(nil)
+}
+
+// explain replaces a context error by the watchdog's cause.
+func explain(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+	}
+	return err
+}
+
+// idleReader restarts the idle timeout at every read that brings bytes.
+type idleReader struct {
+	r      io.Reader
+	dog    *watchdog
+	limits getTimeouts
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.dog.set(r.limits.idle, "no data for %v (--idle-timeout)")
+	}
+	return n, err
 }
 
 func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs := newFlags(getCmd)
 	fs.SetOutput(stderr)
 	var o getOptions
-	fs.StringVar(&o.out, "o", "", "write the body to `FILE` (via a temporary file, renamed on success); default stdout")
+	fs.StringVar(&o.out, "o", "", "write the body to `FILE` (a file is replaced only once the body is complete and verified; links are followed, devices written to); default stdout")
 	fs.StringVar(&o.rng, "range", "", "ask for bytes `A-B` (also A- and -N)")
 	fs.BoolVar(&o.http11, "http1.1", false, "use HTTP/1.1 (Go's net/http); http:// URLs use it by default")
 	fs.BoolVar(&o.h2c, "h2c", false, "use h2c with prior knowledge for an http:// URL")
 	fs.BoolVar(&o.verbose, "v", false, "trace frames (HTTP/2) and response headers on stderr")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify the server's certificate")
 	fs.StringVar(&o.smig, "smig", "", "HTTP/2 with SMig stream migration, client `POLICY` nomig or migcp[:BYTES]")
+	fs.DurationVar(&o.timeouts.connect, "connect-timeout", 30*time.Second, "give up when connecting (TCP and TLS) takes longer than `DURATION`")
+	fs.DurationVar(&o.timeouts.response, "response-timeout", time.Minute, "give up when the response's header has not come `DURATION` after connecting")
+	fs.DurationVar(&o.timeouts.idle, "idle-timeout", time.Minute, "give up when no body byte has come for `DURATION` (MP-H2: on any path)")
 	fs.StringVar(&o.json, "json", "", "append the download's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -109,6 +186,26 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	if o.rng != "" {
 		if _, _, err := parseRangeFlag(o.rng); err != nil {
 			return o, err
+		}
+	}
+	if o.smig != "" {
+		p, err := smig.ParsePolicy(o.smig)
+		if err != nil {
+			return o, fmt.Errorf("--smig: %w", err)
+		}
+		if p.ServerSide() {
+			return o, fmt.Errorf("--smig %s: a server policy (shunt serve --smig); a client takes nomig or migcp[:BYTES]", o.smig)
+		}
+		if o.http11 || o.url.Scheme == "http" && !o.h2c {
+			return o, errors.New("--smig is an HTTP/2 extension: use an https:// URL or --h2c")
+		}
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"connect", o.timeouts.connect}, {"response", o.timeouts.response}, {"idle", o.timeouts.idle}} {
+		if t.d <= 0 {
+			return o, fmt.Errorf("--%s-timeout %v: want a positive duration", t.name, t.d)
 		}
 	}
 	return o, o.mp.check(o)
@@ -180,6 +277,15 @@ func runGet(ctx context.Context, args []string, gio getIO) (err error) {
 }
 
 func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
+	out, err := openGetOutput(o, false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if out != nil { // not committed: the download failed
+			out.Abort()
+		}
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
 	if err != nil {
 		return err
@@ -189,7 +295,11 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 		req.Header.Set("Range", "bytes="+o.rng)
 	}
 
-	times := getTimes{start: time.Now(), usedTLS: o.url.Scheme == "https"}
+	ctx, dog := newWatchdog(ctx)
+	defer dog.stop()
+	req = req.WithContext(ctx)
+	times := getTimes{start: time.Now(), usedTLS: o.url.Scheme == "https", dog: dog, limits: o.timeouts}
+	dog.set(o.timeouts.connect, "no connection within %v (--connect-timeout)")
 	var resp *http.Response
 	if o.http11 || (o.url.Scheme == "http" && !o.h2c) {
 		resp, err = roundTripHTTP1(req, o, &times)
@@ -201,10 +311,11 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", o.url, err)
+		return fmt.Errorf("GET %s: %w", o.url, explain(ctx, err))
 	}
 	defer resp.Body.Close()
 	times.firstByte = time.Since(times.start)
+	dog.set(o.timeouts.idle, "no data for %v (--idle-timeout)")
 	if o.verbose {
 		printResponseHead(gio.stderr, resp)
 	}
@@ -236,10 +347,17 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 		}
 		return nil
 	}
-	n, err := receive(o.out, gio.stdout, resp.Body, writers, complete)
+	w := gio.stdout
+	if out != nil {
+		w = out.File()
+	}
+	n, err := receive(w, idleReader{resp.Body, dog, o.timeouts}, writers, complete)
 	times.total = time.Since(times.start)
+	if err == nil && out != nil {
+		err, out = out.Commit(), nil
+	}
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", o.url, err)
+		return fmt.Errorf("GET %s: %w", o.url, explain(ctx, err))
 	}
 
 	printTimes(gio.stderr, times, n, resp)
@@ -291,40 +409,27 @@ func planCheck(urlPath string, resp *http.Response) (contentCheck, error) {
 	}, nil
 }
 
-// receive copies the body to out ("" or "-": stdout) and to the writers,
-// then asks complete whether the n bytes received are the whole answer. A
-// file is written under a temporary name in the same directory and renamed
-// only when everything succeeded, so a failed download leaves no file.
-func receive(out string, stdout io.Writer, body io.Reader, writers []io.Writer, complete func(n int64) error) (int64, error) {
-	buf := make([]byte, 256<<10)
-	if out == "" || out == "-" {
-		n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{stdout}, writers...)...), body, buf)
-		if err == nil {
-			err = complete(n)
-		}
-		return n, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".part-*")
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{tmp}, writers...)...), body, buf)
+// receive copies the body to w and to the writers, then asks complete
+// whether the n bytes received are the whole answer.
+func receive(w io.Writer, body io.Reader, writers []io.Writer, complete func(n int64) error) (int64, error) {
+	n, err := io.CopyBuffer(io.MultiWriter(append([]io.Writer{w}, writers...)...), body, make([]byte, 256<<10))
 	if err == nil {
 		err = complete(n)
 	}
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
 	return n, err
+}
+
+// openGetOutput opens -o's output (nil for stdout) before the download,
+// so a path that cannot be written fails first.
+func openGetOutput(o getOptions, seekable bool) (*output, error) {
+	if o.out == "" || o.out == "-" {
+		return nil, nil
+	}
+	out, err := openOutput(o.out, seekable)
+	if err != nil {
+		return nil, fmt.Errorf("-o: %w", err)
+	}
+	return out, nil
 }
 
 func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Response, error) {
@@ -355,7 +460,7 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 		return nil, nil, err
 	}
 	if o.smig != "" {
-		return roundTripSMig(req, nc, o, stderr)
+		return roundTripSMig(req, nc, o, times, stderr)
 	}
 	tr := &h2.Transport{AllowHTTP: o.h2c}
 	if o.url.Scheme == "https" {
@@ -389,17 +494,19 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 
 // roundTripSMig runs the request on an SMig transport whose first
 // connection is nc (timed by the caller); pooled ones it dials itself.
-func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, stderr io.Writer) (*http.Response, net.Conn, error) {
-	p, err := smig.ParsePolicy(o.smig)
-	if err != nil {
-		return nil, nil, err
-	}
-	if p.ServerSide() {
-		return nil, nil, fmt.Errorf("--smig %s: a server policy (shunt serve --smig)", o.smig)
-	}
+func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, error) {
+	p, _ := smig.ParsePolicy(o.smig) // checked with the flags
 	first := nc
-	var once sync.Once
-	tr := &smig.Transport{AllowHTTP: o.h2c, Policy: p, TLSClientConfig: tlsConfig(o, "h2"),
+	var once, tlsDone sync.Once
+	tc := tlsConfig(o, "h2")
+	// smig.Transport makes the TLS connections itself (its session cache
+	// binds the pool); the first connection's handshake is timed where the
+	// client has checked the server, at the end of the handshake.
+	tc.VerifyConnection = func(tls.ConnectionState) error {
+		tlsDone.Do(func() { times.tls = time.Since(times.start); times.connected() })
+		return nil
+	}
+	tr := &smig.Transport{AllowHTTP: o.h2c, Policy: p, TLSClientConfig: tc,
 		Logf: log.New(stderr, "", 0).Printf,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
@@ -430,12 +537,15 @@ func tlsConfig(o getOptions, proto string) *tls.Config {
 
 func timedDial(times *getTimes) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var d net.Dialer
+		d := net.Dialer{Timeout: times.limits.connect}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		times.connect = time.Since(times.start)
+		if !times.usedTLS {
+			times.connected()
+		}
 		return c, nil
 	}
 }
@@ -447,6 +557,7 @@ func timedTLS(ctx context.Context, c net.Conn, cfg *tls.Config, times *getTimes)
 		return nil, fmt.Errorf("TLS handshake with %s: %w", c.RemoteAddr(), err)
 	}
 	times.tls = time.Since(times.start)
+	times.connected()
 	return tc, nil
 }
 

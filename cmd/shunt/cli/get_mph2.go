@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -68,7 +67,7 @@ func (m *multipathOptions) check(o getOptions) error {
 // out of order), verifies it, then renames it to -o or copies it to stdout.
 func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
 	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining,
-		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}}
+		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}, DialTimeout: o.timeouts.connect}
 	if o.mp.endAdjust == "rst" {
 		c.EndAdjust = mph2.EndReset
 	}
@@ -80,16 +79,25 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 	if o.mp.size != "" {
 		opts.Size, _ = content.ParseSize(o.mp.size)
 	}
-	dir := ""
-	if o.out != "" && o.out != "-" {
-		dir = filepath.Dir(o.out)
-	}
-	tmp, err := os.CreateTemp(dir, ".shunt-get-*.part")
+	// Ranges arrive out of order, so the body goes to a file first: -o's
+	// temporary file, or one of our own that stdout gets a copy of.
+	out, err := openGetOutput(o, true)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // after a rename there is nothing left to remove
-	defer tmp.Close()
+	if out == nil {
+		f, err := os.CreateTemp("", ".shunt-get-*.part")
+		if err != nil {
+			return err
+		}
+		out = &output{tmp: f, f: f}
+	}
+	defer func() {
+		if out != nil { // not committed: the download failed
+			out.Abort()
+		}
+	}()
+	tmp := out.File()
 	if gio.progress {
 		total := int64(-1) // unknown: a spinner
 		if opts.Size > 0 {
@@ -115,7 +123,20 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 		}
 		defer bar.Finish()
 	}
+	// The download fails when no path has brought a byte for the idle
+	// timeout (before the first byte: connecting and the response's).
+	ctx, dog := newWatchdog(ctx)
+	defer dog.stop()
+	dog.set(o.timeouts.connect+o.timeouts.response, "no data within %v of the start (--connect-timeout + --response-timeout)")
+	progress := opts.Progress
+	opts.Progress = func(p int, delivered int64) {
+		dog.set(o.timeouts.idle, "no data on any path for %v (--idle-timeout)")
+		if progress != nil {
+			progress(p, delivered)
+		}
+	}
 	res, err := c.Download(ctx, o.url.String(), tmp, opts)
+	err = explain(ctx, err)
 	if res != nil {
 		printPaths(gio.stderr, res)
 	}
@@ -145,15 +166,10 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 			return err
 		}
 		_, err := io.Copy(gio.stdout, tmp)
-		return err
+		return err // the deferred Abort removes the temporary file
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), o.out)
+	err, out = out.Commit(), nil
+	return err
 }
 
 // verifyFile hashes the downloaded file and, for /gen objects, checks it

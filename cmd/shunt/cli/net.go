@@ -34,7 +34,7 @@ func init() {
 func runNet(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintf(os.Stderr, "usage: shunt %s\n", netCmd.Usage)
-		return flag.ErrHelp
+		return errors.New("no net subcommand (want shell, check or cleanup)")
 	}
 	switch args[0] {
 	case "shell":
@@ -42,14 +42,33 @@ func runNet(ctx context.Context, args []string) error {
 	case "check":
 		return runNetCheck(ctx, args[1:], os.Stdout)
 	case "cleanup":
-		removed, err := testbed.CleanupStale()
-		for _, n := range removed {
-			fmt.Println("removed", n)
-		}
-		return err
+		return runNetCleanup(args[1:], os.Stdout)
+	case "-h", "-help", "--help":
+		fmt.Fprintf(os.Stdout, "usage: shunt %s\n", netCmd.Usage)
+		return flag.ErrHelp
 	}
 	fmt.Fprintf(os.Stderr, "usage: shunt %s\n", netCmd.Usage)
 	return fmt.Errorf("unknown net subcommand %q (want shell, check or cleanup)", args[0])
+}
+
+// runNetCleanup removes the testbed namespaces whose process is gone; it
+// takes no arguments, so a mistyped flag (or --help) runs nothing.
+func runNetCleanup(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("net cleanup", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: shunt net cleanup\n\nRemoves the testbed's network namespaces (and what runs in them) whose shunt process is gone.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("net cleanup takes no arguments, got %q", fs.Args())
+	}
+	removed, err := testbed.CleanupStale()
+	for _, n := range removed {
+		fmt.Fprintln(out, "removed", n)
+	}
+	return err
 }
 
 // linkFlags are the link options of `net shell`: each applies to both
@@ -58,20 +77,20 @@ type linkFlags struct {
 	both, up, down map[string]*string
 }
 
-var linkKeys = []struct{ key, help string }{
-	{"delay", "one-way `DELAY` (RTT is twice it), e.g. 25ms"},
-	{"rate", "`RATE` such as 10Mbit, or a trace trace:FILE / step:FILE (default unlimited)"},
-	{"trace", "bandwidth trace `FILE`: [trace:|step:]FILE[@OFFSET], mahimahi unless step: or .step"},
-	{"loss", "random loss: `LOSS` such as 1.5% or ge:p=0.01,r=0.3"},
-	{"queue", "bottleneck `QUEUE`: droptail[:packets=N|bytes=N], fq[...], codel[...]"},
+var linkKeys = []struct{ key, arg, help string }{
+	{"delay", "DELAY", "one-way `DELAY` (RTT is twice it), e.g. 25ms"},
+	{"rate", "RATE", "`RATE` such as 10Mbit, or a trace trace:FILE / step:FILE (default unlimited)"},
+	{"trace", "TRACE", "bandwidth `TRACE`: [trace:|step:]FILE[@OFFSET], mahimahi unless step: or .step"},
+	{"loss", "LOSS", "random loss: `LOSS` such as 1.5% or ge:p=0.01,r=0.3"},
+	{"queue", "QUEUE", "bottleneck `QUEUE`: droptail[:packets=N|bytes=N], fq[...], codel[...]"},
 }
 
 func addLinkFlags(fs *flag.FlagSet) *linkFlags {
 	lf := &linkFlags{map[string]*string{}, map[string]*string{}, map[string]*string{}}
 	for _, k := range linkKeys {
 		lf.both[k.key] = fs.String(k.key, "", k.help+", both directions")
-		lf.up[k.key] = fs.String("up-"+k.key, "", "client-to-server "+k.key)
-		lf.down[k.key] = fs.String("down-"+k.key, "", "server-to-client "+k.key)
+		lf.up[k.key] = fs.String("up-"+k.key, "", "client-to-server `"+k.arg+"`")
+		lf.down[k.key] = fs.String("down-"+k.key, "", "server-to-client `"+k.arg+"`")
 	}
 	return lf
 }

@@ -49,7 +49,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	cfg := pageload.DefaultConfig()
 	given := experiment.Flags(fs, &cfg)
-	rawURL := fs.String("url", "", "load from a running `shunt serve --page PAGE [--h3]` at `URL` (https://HOST:PORT) instead of a server of its own")
+	rawURL := fs.String("url", "", "load from a server at `URL` (https://HOST:PORT) that shunt serve --page PAGE [--h3] runs, instead of a server of its own")
 	insecure := fs.Bool("insecure", false, "with --url: accept any server certificate")
 	jsonFile := fs.String("json", "", "append the load's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	width := fs.Int("width", 80, "waterfall width in columns")

@@ -150,3 +150,25 @@ func TestReplayRecordsFeedTheReport(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Bad options are refused before anything runs, named by their flag.
+func TestReplayBadOptions(t *testing.T) {
+	file := googleGraph(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--conns", "0"}, `--conns "0": want at least 1`},
+		{[]string{"--streams", "0"}, `--streams "0": want at least 1`},
+		{[]string{"--proto", "h4"}, `want h1, h2 or h3`},
+		{[]string{"--proto", "h1", "--schedule", "sequential"}, "HTTP/1.1 has no streams"},
+		{[]string{"--browser", "--conns", "2"}, "--conns: the replay's option"},
+		{[]string{"--json", filepath.Join(t.TempDir(), "no", "dir", "x.jsonl")}, "--json"},
+		{[]string{"--url", "https://127.0.0.1:1", "--delay", "10ms"}, "link options"},
+	} {
+		err := runReplay(t.Context(), append([]string{file}, tc.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("replay %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
