@@ -53,8 +53,9 @@ type Scenario struct {
 	BestOf []BestOf `yaml:"best_of,omitempty" json:"best_of,omitempty"`
 }
 
-// Topologies the runner knows, with the number of paths each needs (0: any >= 2).
-var topologies = map[string]int{"single": 1, "twopath": 2, "multihomed": 0}
+// Topologies the runner knows, with the number of paths each needs (0: any
+// >= 2; -1: none, this machine's loopback without emulation).
+var topologies = map[string]int{"single": 1, "twopath": 2, "multihomed": 0, "loopback": -1}
 
 // Reference is a published figure, matched to summary cells by label; an
 // empty match field matches any value.
@@ -156,7 +157,9 @@ func (s *Scenario) Validate() error {
 		want, ok := topologies[c.Topology]
 		switch {
 		case !ok:
-			add(fieldErr(f+".topology", c.Topology, "want single, twopath or multihomed"))
+			add(fieldErr(f+".topology", c.Topology, "want single, twopath, multihomed or loopback"))
+		case want < 0 && len(c.Paths) > 0:
+			add(fieldErr(f+".paths", "", "topology %s has no emulated paths, have %d", c.Topology, len(c.Paths)))
 		case want > 0 && len(c.Paths) != want:
 			add(fieldErr(f+".paths", "", "topology %s needs %d path(s), have %d", c.Topology, want, len(c.Paths)))
 		case want == 0 && len(c.Paths) < 2:

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/shunt-net/shunt/experiment"
 )
@@ -103,7 +104,7 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 	}
 	out := Summary{Scenario: s.Name}
 	for l, a := range cells {
-		c := Cell{Labels: l, N: len(a.vals), Errors: a.errors, Unit: "s"}
+		c := Cell{Labels: l, N: len(a.vals), Errors: a.errors, Unit: UnitOf(l.Metric)}
 		if len(a.vals) > 0 {
 			sort.Float64s(a.vals)
 			c.P25, c.P50, c.P75 = Quantile(a.vals, 0.25), Quantile(a.vals, 0.5), Quantile(a.vals, 0.75)
@@ -115,6 +116,23 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 	order := scenarioOrder(s)
 	sort.Slice(out.Cells, func(i, j int) bool { return order.less(out.Cells[i].Labels, out.Cells[j].Labels) })
 	return out
+}
+
+// UnitOf is a metric's unit, read off its name: NAME_per_s is a rate
+// ("req_per_s": req/s), NAME_us microseconds, NAME_kb kilobytes, anything
+// else a time in seconds, as most metrics are.
+func UnitOf(metric string) string {
+	switch {
+	case metric == "mb_per_s":
+		return "MB/s"
+	case strings.HasSuffix(metric, "_per_s"):
+		return strings.TrimSuffix(metric, "_per_s") + "/s"
+	case strings.HasSuffix(metric, "_us"):
+		return "µs"
+	case strings.HasSuffix(metric, "_kb"):
+		return "KB"
+	}
+	return "s"
 }
 
 // Quantile is the q-quantile of sorted values, interpolating linearly between

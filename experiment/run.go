@@ -3,7 +3,7 @@ package experiment
 // Condition is one named network setup, built once for all of its runs.
 type Condition struct {
 	Name     string     `yaml:"name" json:"name"`
-	Topology string     `yaml:"topology" json:"topology"` // single | twopath | multihomed
+	Topology string     `yaml:"topology" json:"topology"` // single | twopath | multihomed | loopback
 	Paths    []PathSpec `yaml:"paths" json:"paths"`
 }
 

@@ -157,7 +157,7 @@ func linePlots(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) ([][]
 		p := plot.New()
 		p.Title.Text = obj
 		p.X.Label.Text = xParams[spec.X].label
-		p.Y.Label.Text = spec.Metric + " (s)"
+		p.Y.Label.Text = spec.Metric + " (" + bench.UnitOf(spec.Metric) + ")"
 		for pi, proto := range d.protos {
 			pts, ok := d.pts[obj][proto]
 			if !ok {

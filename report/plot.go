@@ -65,7 +65,7 @@ type drawn struct {
 func plotMetric(g *grid, metric string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s: %s (median, p25-p75)", g.Condition, metric)
-	p.Y.Label.Text = metric + " (s)"
+	p.Y.Label.Text = metric + " (" + bench.UnitOf(metric) + ")"
 	p.Legend.Top = true
 	var keys []string
 	for _, col := range g.Columns {

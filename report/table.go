@@ -100,7 +100,11 @@ func FormatCell(c bench.Cell) string {
 	if c.N == 0 {
 		return fmt.Sprintf("- (%d errors)", c.Errors)
 	}
-	s := fmt.Sprintf("%s [%s-%s] n=%d", sec(c.P50), sec(c.P25), sec(c.P75), c.N)
+	v := func(x float64) string { return inUnit(x, c.Unit) }
+	s := fmt.Sprintf("%s [%s-%s] n=%d", v(c.P50), v(c.P25), v(c.P75), c.N)
+	if c.Unit != "s" && c.Unit != "" {
+		s = fmt.Sprintf("%s %s [%s-%s] n=%d", v(c.P50), c.Unit, v(c.P25), v(c.P75), c.N)
+	}
 	if c.From != "" {
 		s += " = " + c.From // a best_of row names the protocol it stands for
 	}
@@ -108,6 +112,21 @@ func FormatCell(c bench.Cell) string {
 		s += fmt.Sprintf(" (%d errors)", c.Errors)
 	}
 	return s
+}
+
+// inUnit prints a value of a unit: seconds as sec does, other values with
+// three significant digits at least, and no decimals beyond 1000.
+func inUnit(v float64, unit string) string {
+	if unit == "s" || unit == "" || math.IsNaN(v) {
+		return sec(v)
+	}
+	switch {
+	case math.Abs(v) >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // sec prints seconds with three significant digits at least to the millisecond.
@@ -178,6 +197,9 @@ func sortedKeys(m map[string][]string) []string {
 
 // LinkText describes a condition's links as configured.
 func LinkText(c experiment.Condition) string {
+	if len(c.Paths) == 0 {
+		return c.Topology + ": no emulated link"
+	}
 	var parts []string
 	for _, p := range c.Paths {
 		parts = append(parts, fmt.Sprintf("%s: down %s; up %s", p.Name, linkSpec(p.Down), linkSpec(p.Up)))
@@ -208,7 +230,7 @@ func WriteTable(w io.Writer, sc *bench.Scenario, sum bench.Summary, recs []*expe
 		conds[c.Name] = c
 	}
 	fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Description)
-	fmt.Fprintln(w, "times in seconds: median [p25-p75], n runs")
+	fmt.Fprintln(w, "median [p25-p75], n runs; times in seconds where no unit is named")
 	for _, g := range grids(sum) {
 		fmt.Fprintf(w, "\ncondition %s (%s)\n", g.Condition, LinkText(conds[g.Condition]))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -8,6 +8,7 @@ import (
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/experiment/bulk"
 	"github.com/shunt-net/shunt/experiment/download"
+	"github.com/shunt-net/shunt/experiment/h2load"
 	"github.com/shunt-net/shunt/experiment/mpdownload"
 	"github.com/shunt-net/shunt/experiment/pageload"
 )
@@ -19,4 +20,5 @@ var Table = bench.Drivers{
 	"mph2":     mpdownload.Kind.Driver(),
 	"replay":   pageload.Replay.Driver(),
 	"chromium": pageload.Chromium.Driver(),
+	"h2load":   h2load.Kind.Driver(),
 }

@@ -104,6 +104,8 @@ func (f *Factory) Build(ctx context.Context, c experiment.Condition, seed int64)
 		err error
 	)
 	switch c.Topology {
+	case "loopback":
+		return Local(), nil
 	case "single":
 		n, err = testbed.NewSingle(ctx, specs[0], o)
 	case "twopath":

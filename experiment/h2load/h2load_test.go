@@ -1,4 +1,4 @@
-package main
+package h2load
 
 import (
 	"testing"
@@ -15,8 +15,8 @@ func TestRequestsFor(t *testing.T) {
 		{rate: 10, target: 3 * time.Second, want: 1_000},            // at least the probe's count
 		{rate: 5_000_000, target: 3 * time.Second, want: 1_000_000}, // capped
 	} {
-		if got := requestsFor(tc.rate, tc.target, 1_000, 1_000_000); got != tc.want {
-			t.Errorf("requestsFor(%v, %v) = %d, want %d", tc.rate, tc.target, got, tc.want)
+		if got := RequestsFor(tc.rate, tc.target, 1_000, 1_000_000); got != tc.want {
+			t.Errorf("RequestsFor(%v, %v) = %d, want %d", tc.rate, tc.target, got, tc.want)
 		}
 	}
 }
