@@ -87,6 +87,13 @@ type fileCache struct {
 	bytes   int64
 }
 
+// holds reports whether name's contents are cached.
+func (c *fileCache) holds(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[name] != nil
+}
+
 // quick returns the entry for name if a plain stat relative to dirfd shows
 // the file it was loaded from. The stat follows symlinks without os.Root's
 // containment checks, which is safe here: a hit serves bytes that were read

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -62,6 +63,7 @@ func TestClientServer(t *testing.T) {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
 			ts := startServer(t, testHandler(), Config{}, useTLS)
 			tr := newTestTransport(ts)
+			dials := countDials(tr)
 			defer tr.CloseIdleConnections()
 
 			res, body := get(t, tr, ts.url("/gen/3000000"))
@@ -111,47 +113,37 @@ func TestClientServer(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			tr.mu.Lock()
-			nconns := 0
-			for _, l := range tr.conns {
-				nconns += len(l)
-			}
-			tr.mu.Unlock()
-			if nconns != 1 {
-				t.Errorf("%d pooled connections, want 1", nconns)
+			if n := dials.Load(); n != 1 {
+				t.Errorf("%d connections opened, want 1", n)
 			}
 		})
 	}
 }
 
 func TestClientNewConnAtMaxStreams(t *testing.T) {
-	release := make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		w.Write(helloBody)
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			w.Write(helloBody)
+		})
+		tr := pipeTransport(t, h, Config{MaxConcurrentStreams: 2})
+		dials := countDials(tr)
+		var wg sync.WaitGroup
+		wg.Go(func() { get(t, tr, "http://pipe/") })
+		// Both ends idle: the server's SETTINGS (limit 2) are known and
+		// the first request waits in its handler.
+		synctest.Wait()
+		for range 4 {
+			wg.Go(func() { get(t, tr, "http://pipe/") })
+		}
+		synctest.Wait() // all five in handlers, at most two per connection
+		close(release)
+		wg.Wait()
+		if n := dials.Load(); n < 3 {
+			t.Fatalf("%d connections for 5 concurrent requests with limit 2, want >= 3", n)
+		}
 	})
-	ts := startServer(t, h, Config{MaxConcurrentStreams: 2}, false)
-	tr := newTestTransport(ts)
-	defer tr.CloseIdleConnections()
-	// Learn the server's limit before the parallel requests.
-	warm := make(chan struct{})
-	go func() { close(warm); get(t, tr, ts.url("/")) }()
-	<-warm
-	time.Sleep(50 * time.Millisecond)
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); get(t, tr, ts.url("/")) }()
-	}
-	time.Sleep(200 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	tr.mu.Lock()
-	n := len(tr.conns[ts.addr])
-	tr.mu.Unlock()
-	if n < 3 {
-		t.Fatalf("%d connections for 5 concurrent requests with limit 2, want >= 3", n)
-	}
 }
 
 func TestClientAgainstGoServers(t *testing.T) {
@@ -240,21 +232,23 @@ func TestClientCancel(t *testing.T) {
 }
 
 func TestClientRetryAfterGoAway(t *testing.T) {
-	ts := startServer(t, testHandler(), Config{}, false)
+	served := make(chan *Conn, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case served <- r.Context().Value(ConnContextKey).(*Conn):
+		default:
+		}
+		testHandler().ServeHTTP(w, r)
+	})
+	ts := startServer(t, h, Config{}, false)
 	tr := newTestTransport(ts)
 	defer tr.CloseIdleConnections()
-	get(t, tr, ts.url("/"))
-	tr.mu.Lock()
-	first := tr.conns[ts.addr][0]
-	tr.mu.Unlock()
+	res, _ := get(t, tr, ts.url("/"))
+	first := StreamOf(res).Conn()
 	// The server says GOAWAY on its side of that connection.
-	ts.srv.mu.Lock()
-	for c := range ts.srv.conns {
-		c.GoAway()
-	}
-	ts.srv.mu.Unlock()
+	(<-served).GoAway()
 	select {
-	case <-first.c.Done():
+	case <-first.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("idle connection not closed after GOAWAY")
 	}

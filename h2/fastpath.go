@@ -49,28 +49,25 @@ func (c *Conn) remoteAddr() string {
 // copied) by nearly every handler, once per request.
 func (c *Conn) goHandler(st *stream, req *http.Request) {
 	f := func() { c.runHandler(st, req) }
+	idle := c.srv.idle()
 	select {
-	case idleHandlers <- f:
+	case idle <- f:
 	default:
-		go handlerWorker(f)
+		go handlerWorker(f, idle)
 	}
 }
-
-// idleHandlers hands work to handler goroutines waiting for their next
-// request; unbuffered, so a send succeeds only when one is idle.
-var idleHandlers = make(chan func())
 
 // handlerIdleTimeout is how long a handler goroutine waits for more work.
 const handlerIdleTimeout = 2 * time.Second
 
-func handlerWorker(f func()) {
+func handlerWorker(f func(), idle chan func()) {
 	t := time.NewTimer(handlerIdleTimeout)
 	defer t.Stop()
 	for {
 		f()
 		t.Reset(handlerIdleTimeout)
 		select {
-		case f = <-idleHandlers:
+		case f = <-idle:
 		case <-t.C:
 			return
 		}

@@ -5,33 +5,32 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/net/http2"
 )
 
-// waitReceived waits until the stream has received want bytes, then checks
-// that no more arrive within a short grace period.
-func waitReceived(t *testing.T, s *Stream, want int64) {
+// settledAt waits until client and server have nothing left to do (in a
+// synctest bubble over pipeTransport), then checks that the stream received
+// exactly want bytes: no fewer, and none beyond the window.
+func settledAt(t *testing.T, s *Stream, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Received() < want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait()
 	if got := s.Received(); got != want {
 		t.Fatalf("stream %d received %d bytes, want exactly %d", s.ID(), got, want)
 	}
 }
 
-func TestManualWindowStopsAtOffset(t *testing.T) {
-	ts := startServer(t, testHandler(), Config{}, false)
-	tr := &Transport{AllowHTTP: true, Config: Config{InitialWindowSize: 65535}}
-	defer tr.CloseIdleConnections()
-	// Warm up so the server has acknowledged our SETTINGS.
-	get(t, tr, ts.url("/"))
+func TestManualWindowStopsAtOffset(t *testing.T) { synctest.Test(t, testManualWindowStopsAtOffset) }
 
-	req, _ := http.NewRequest("GET", ts.url("/gen/1000000"), nil)
+func testManualWindowStopsAtOffset(t *testing.T) {
+	tr := pipeTransport(t, testHandler(), Config{})
+	tr.Config = Config{InitialWindowSize: 65535}
+	// Warm up so the server has acknowledged our SETTINGS.
+	get(t, tr, "http://pipe/")
+
+	req, _ := http.NewRequest("GET", "http://pipe/gen/1000000", nil)
 	res, err := tr.RoundTripOpts(req, StreamOptions{ReceiveWindow: 100000, ManualWindow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +43,11 @@ func TestManualWindowStopsAtOffset(t *testing.T) {
 	// Reading does not open the window in manual mode.
 	buf := make([]byte, 50000)
 	io.ReadFull(res.Body, buf)
-	waitReceived(t, s, 100000)
+	settledAt(t, s, 100000)
 	if err := s.GrowWindow(23456); err != nil {
 		t.Fatal(err)
 	}
-	waitReceived(t, s, 123456)
+	settledAt(t, s, 123456)
 	if w := s.ReceiveWindow(); w != 0 {
 		t.Fatalf("receive window %d after the server used it all", w)
 	}
@@ -62,23 +61,25 @@ func TestManualWindowStopsAtOffset(t *testing.T) {
 }
 
 func TestSetInitialWindowSizeMidConnection(t *testing.T) {
-	ts := startServer(t, testHandler(), Config{}, false)
-	tr := &Transport{AllowHTTP: true}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", ts.url("/gen/4000000"), nil)
+	synctest.Test(t, testSetInitialWindowSizeMidConnection)
+}
+
+func testSetInitialWindowSizeMidConnection(t *testing.T) {
+	tr := pipeTransport(t, testHandler(), Config{})
+	req, _ := http.NewRequest("GET", "http://pipe/gen/4000000", nil)
 	res, err := tr.RoundTripOpts(req, StreamOptions{ManualWindow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	s := StreamOf(res)
-	waitReceived(t, s, defaultStreamWindow)
+	settledAt(t, s, defaultStreamWindow)
 	// Raising the initial window by 5000 grows every open stream's window
 	// (RFC 9113 6.9.2), so the server may send exactly 5000 more bytes.
 	if err := s.Conn().SetInitialWindowSize(defaultStreamWindow + 5000); err != nil {
 		t.Fatal(err)
 	}
-	waitReceived(t, s, defaultStreamWindow+5000)
+	settledAt(t, s, defaultStreamWindow+5000)
 }
 
 func TestPingRTT(t *testing.T) {

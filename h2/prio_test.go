@@ -1,6 +1,8 @@
 package h2
 
 import (
+	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,7 +13,16 @@ import (
 // TestPriorityOrdersData holds two responses behind the connection window,
 // then opens it: the urgent one (u=1) must be sent entirely first.
 func TestPriorityOrdersData(t *testing.T) {
-	ts := startServer(t, testHandler(), Config{}, false)
+	// A response is fully queued when its handler's context ends: the
+	// engine ends it after the response is finished.
+	queued := make(chan struct{}, 2)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gen/60000" {
+			context.AfterFunc(r.Context(), func() { queued <- struct{}{} })
+		}
+		testHandler().ServeHTTP(w, r)
+	})
+	ts := startServer(t, h, Config{}, false)
 	rc := dialRaw(t, ts.addr)
 	// Use up the connection window (65535, never replenished by us).
 	rc.request(1, "/gen/65535", true)
@@ -27,23 +38,13 @@ func TestPriorityOrdersData(t *testing.T) {
 		blk := rc.block("/gen/60000", hpack.HeaderField{Name: "priority", Value: r.p})
 		rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.id, BlockFragment: blk, EndStream: true, EndHeaders: true})
 	}
-	// Wait until both bodies are queued and blocked on the connection window.
-	var c *Conn
-	deadline := time.Now().Add(5 * time.Second)
-	for ready := false; !ready; {
-		if time.Now().After(deadline) {
+	// Wait until both bodies are queued, blocked on the connection window.
+	for range 2 {
+		select {
+		case <-queued:
+		case <-time.After(5 * time.Second):
 			t.Fatal("responses never became ready")
 		}
-		time.Sleep(time.Millisecond)
-		ts.srv.mu.Lock()
-		for k := range ts.srv.conns {
-			c = k
-		}
-		ts.srv.mu.Unlock()
-		c.mu.Lock()
-		s3, s5 := c.streams[3], c.streams[5]
-		ready = s3 != nil && s5 != nil && s3.send.end && s5.send.end && c.sched.Has(3) && c.sched.Has(5)
-		c.mu.Unlock()
 	}
 	rc.fr.WriteWindowUpdate(0, 200000)
 	var order []uint32

@@ -34,6 +34,17 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
 	shutdown bool
+
+	idleOnce     sync.Once
+	idleHandlers chan func() // see goHandler
+}
+
+// idle hands work to the server's handler goroutines waiting for their
+// next request; unbuffered, so a send succeeds only when one is idle. One
+// per server (not per process), so a server's goroutines are its own.
+func (s *Server) idle() chan func() {
+	s.idleOnce.Do(func() { s.idleHandlers = make(chan func()) })
+	return s.idleHandlers
 }
 
 // ErrServerClosed is returned by ServeConn after Shutdown.

@@ -23,8 +23,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-
-	"github.com/shunt-net/shunt/h2"
 )
 
 // testTimeout bounds every network wait in these tests.
@@ -86,19 +84,6 @@ func start(t *testing.T, s *Server, ln net.Listener) string {
 		}
 	})
 	return ln.Addr().String()
-}
-
-// requireEngine skips tests of HTTP/2 paths while h2 is still the stubbed
-// contract (h2/api.go returns "not implemented").
-func requireEngine(t *testing.T) {
-	t.Helper()
-	c1, c2 := net.Pipe()
-	c2.Close()
-	defer c1.Close()
-	err := (&h2.Server{Handler: echo}).ServeConn(context.Background(), c1, nil)
-	if err != nil && strings.Contains(err.Error(), "not implemented") {
-		t.Skip("h2 engine not implemented yet: HTTP/2 path untested")
-	}
 }
 
 func get(t *testing.T, c *http.Client, url string) (string, *http.Response) {
@@ -354,8 +339,6 @@ func TestUpgradeWrites101(t *testing.T) {
 	if resp.StatusCode != 101 || resp.Header.Get("Upgrade") != "h2c" {
 		t.Fatalf("response %s, Upgrade %q; want 101 h2c", resp.Status, resp.Header.Get("Upgrade"))
 	}
-
-	requireEngine(t)
 	// Stream 1 is the upgraded request: after our preface its response comes
 	// as HTTP/2 frames.
 	io.WriteString(c, http2.ClientPreface)
@@ -429,7 +412,6 @@ func h2Client(tlsConf *tls.Config) *http.Client {
 }
 
 func TestTLSH2(t *testing.T) {
-	requireEngine(t)
 	addr := start(t, &Server{Handler: echo, TLS: true}, nil)
 	body, resp := get(t, h2Client(&tls.Config{InsecureSkipVerify: true}), "https://"+addr+"/h2")
 	if body != "HTTP/2.0 tls=true /h2 " || resp.ProtoMajor != 2 {
@@ -438,7 +420,6 @@ func TestTLSH2(t *testing.T) {
 }
 
 func TestH2CPriorKnowledge(t *testing.T) {
-	requireEngine(t)
 	addr := start(t, &Server{Handler: echo}, nil)
 	body, resp := get(t, h2Client(nil), "http://"+addr+"/h2c")
 	if body != "HTTP/2.0 tls=false /h2c " || resp.ProtoMajor != 2 {
@@ -475,8 +456,6 @@ func TestCurlNghttp(t *testing.T) {
 	if out := run(curl, "-sS", "-k", "--http1.1", "https://"+tlsAddr+"/c"); out != "HTTP/1.1 tls=true /c " {
 		t.Errorf("curl --http1.1 TLS: %q", out)
 	}
-
-	requireEngine(t)
 	if out := run(curl, "-sS", "-k", "--http2", "https://"+tlsAddr+"/c"); out != "HTTP/2.0 tls=true /c " {
 		t.Errorf("curl --http2 TLS: %q", out)
 	}

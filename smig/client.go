@@ -36,6 +36,9 @@ type Transport struct {
 	mu      sync.Mutex
 	origins map[string]*origin
 	conns   map[*h2.Conn]*cconn
+	// poolChanged is closed (and replaced) whenever a connection is bound
+	// or leaves, so waits for a bound idle connection wake on the event.
+	poolChanged chan struct{}
 
 	stats ClientStats
 }
@@ -95,7 +98,14 @@ func (t *Transport) init() {
 		t.h2t = &h2.Transport{TLSClientConfig: t.TLSClientConfig, AllowHTTP: t.AllowHTTP, DialContext: t.DialContext, Config: cfg}
 		t.origins = map[string]*origin{}
 		t.conns = map[*h2.Conn]*cconn{}
+		t.poolChanged = make(chan struct{})
 	})
+}
+
+// poolChangedLocked wakes the waiters for a change of the pools.
+func (t *Transport) poolChangedLocked() {
+	close(t.poolChanged)
+	t.poolChanged = make(chan struct{})
 }
 
 func (t *Transport) logf(format string, args ...any) {
@@ -312,6 +322,7 @@ func (t *Transport) tidy(o *origin, extra ...int) {
 			}
 			o.pooled[id] = c
 			o.pool.Opened(id, time.Now())
+			t.poolChangedLocked() // it may have been bound already
 		}()
 	}
 }
@@ -358,6 +369,7 @@ func (t *Transport) onFrame(c *h2.Conn, f *http2.UnknownFrame) {
 		case cf.Ack() && cf.Token == o.token:
 			cc.bound = true
 		}
+		t.poolChangedLocked()
 		t.mu.Unlock()
 		if first {
 			t.tidy(o) // open the idle pool now that connections can be bound
@@ -468,30 +480,53 @@ func (t *Transport) link(src, next *h2.Stream) {
 // askMigration (MigCP) asks the server to move st to an idle bound pooled
 // connection, opening one first if there is none.
 func (t *Transport) askMigration(o *origin, pc *cconn, st *h2.Stream) {
-	deadline := time.Now().Add(5 * time.Second)
-	opened := false
-	for wait := time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 50*time.Millisecond) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dst, err := t.awaitIdleBound(ctx, o, func() { t.tidy(o, 1) })
+	if err != nil {
+		t.logf("smig: no pooled connection to %s became ready for stream %d", o.addr, st.ID())
+		return
+	}
+	t.stats.Asked.Add(1)
+	pc.cc.Conn().WriteExtensionFrame(FrameMigration, 0, st.ID(), Migration{CID: dst.cid}.Append(nil))
+}
+
+// awaitIdleBound returns a pooled connection of o (any origin if o is nil)
+// that is bound and carries no stream, waiting for one to be bound until
+// ctx ends; none is called once if there is none at first.
+func (t *Transport) awaitIdleBound(ctx context.Context, o *origin, none func()) (*cconn, error) {
+	t.init()
+	for first := true; ; first = false {
 		t.mu.Lock()
-		var dst *cconn
-		for _, c := range o.pooled {
-			if c.bound && c.cc.Conn().ActiveStreams() == 0 {
-				dst = c
-				break
-			}
-		}
+		dst := t.idleBoundLocked(o)
+		changed := t.poolChanged
 		t.mu.Unlock()
 		if dst != nil {
-			t.stats.Asked.Add(1)
-			pc.cc.Conn().WriteExtensionFrame(FrameMigration, 0, st.ID(), Migration{CID: dst.cid}.Append(nil))
-			return
+			return dst, nil
 		}
-		if !opened {
-			opened = true
-			t.tidy(o, 1)
+		if first && none != nil {
+			none()
 		}
-		time.Sleep(wait)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	t.logf("smig: no pooled connection to %s became ready for stream %d", o.addr, st.ID())
+}
+
+func (t *Transport) idleBoundLocked(o *origin) *cconn {
+	for _, oo := range t.origins {
+		if o != nil && oo != o {
+			continue
+		}
+		for _, c := range oo.pooled {
+			if c.bound && c.cc.Conn().ActiveStreams() == 0 {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // Conns returns how many connections the transport has open per origin.

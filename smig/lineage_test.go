@@ -148,20 +148,16 @@ func waitCount(t *testing.T, what string, c func() int64, want int64) {
 func TestTLSForeignTokenRefused(t *testing.T) {
 	srvCfg, cliCfg := tlsPair(t, 0)
 	ts := startServerTLS(t, Policy{}, true, srvCfg)
-	victim := &Transport{TLSClientConfig: cliCfg, Policy: Policy{Kind: MigCP, Threshold: 1 << 20}}
+	var w wire
+	victim := &Transport{TLSClientConfig: cliCfg, Policy: Policy{Kind: MigCP, Threshold: 1 << 20}, Config: h2.Config{Trace: w.Trace}}
 	defer victim.CloseIdleConnections()
 	fetch(t, victim, ts.url+"/gen/10240", 10<<10)
 	waitBound(t, victim)
-	var token Token
-	var pooledCID CID
-	victim.mu.Lock()
-	for _, o := range victim.origins {
-		token = o.token
-		for _, c := range o.pooled {
-			pooledCID = c.cid
-		}
+	token, cids := w.seen()
+	if token.IsZero() || len(cids) < 2 {
+		t.Fatalf("victim's token %v and connection ids %v on the wire, want both", token, cids)
 	}
-	victim.mu.Unlock()
+	pooledCID := cids[len(cids)-1]
 
 	frames := make(chan Migration, 16)
 	acks := make(chan ConnectionID, 4)

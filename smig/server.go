@@ -1,6 +1,7 @@
 package smig
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
@@ -24,6 +25,8 @@ type Server struct {
 	byCID    map[CID]*sconn
 	byConn   map[*h2.Conn]*sconn
 	lineages lineages
+	copying  int           // migrations whose body is still being copied
+	copied   chan struct{} // closed when copying drops to 0
 
 	stats ServerStats
 }
@@ -226,11 +229,42 @@ func (s *Server) migrate(src, dst *sconn, st *h2.Stream, ack http2.Flags) error 
 	}
 	s.stats.Migrations.Add(1)
 	s.stats.ExtraFrameOut.Add(2)
+	s.mu.Lock()
+	s.copying++
+	s.mu.Unlock()
 	go func() {
 		n, _ := tail.CopyTo(d)
 		s.stats.MovedBytes.Add(n)
+		s.mu.Lock()
+		if s.copying--; s.copying == 0 && s.copied != nil {
+			close(s.copied)
+			s.copied = nil
+		}
+		s.mu.Unlock()
 	}()
 	return nil
+}
+
+// WaitCopies waits until no migrated stream's body is still being copied
+// to its new connection (so MovedBytes counts every migration so far), or
+// ctx ends.
+func (s *Server) WaitCopies(ctx context.Context) error {
+	s.mu.Lock()
+	if s.copying == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.copied == nil {
+		s.copied = make(chan struct{})
+	}
+	done := s.copied
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // idleTarget returns an idle connection of src's client, or nil after

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,23 +117,48 @@ func fetch(t *testing.T, rt http.RoundTripper, url string, size int64) *http.Res
 	return res
 }
 
-// waitBound waits until the client's pool has a bound connection, so the
-// test exercises a given scenario rather than a race.
+// waitBound waits until the client's pool has a bound idle connection, so
+// the test exercises a given scenario rather than a race.
 func waitBound(t *testing.T, tr *Transport) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		tr.mu.Lock()
-		for _, o := range tr.origins {
-			for _, c := range o.pooled {
-				if c.bound {
-					tr.mu.Unlock()
-					return
-				}
-			}
-		}
-		tr.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.WaitIdleBound(ctx); err != nil {
+		t.Fatalf("no pooled connection was bound within 5 s: %v", err)
 	}
-	t.Fatal("no pooled connection was bound within 5 s")
+}
+
+// wire records what travels in the clear on a client's connections (set
+// its Config.Trace to Trace before use): the CONNECTION_ID frames' CIDs,
+// primary first, and the binding token, as an on-path observer or a leak
+// would give them to an attacker.
+type wire struct {
+	mu    sync.Mutex
+	token Token
+	cids  []CID
+}
+
+func (w *wire) Trace(dir h2.Direction, f http2.Frame) {
+	uf, ok := f.(*http2.UnknownFrame)
+	if !ok || dir != h2.Recv || uf.Type != FrameConnectionID {
+		return
+	}
+	cf, err := ParseConnectionID(uf.Flags, uf.StreamID, uf.Payload())
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cids = append(w.cids, cf.CID)
+	if !cf.Token.IsZero() {
+		w.token = cf.Token
+	}
+}
+
+func (w *wire) seen() (Token, []CID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.token, slices.Clone(w.cids)
 }
 
 const bigSize = 8 << 20
@@ -206,8 +232,9 @@ func TestNoMigPlainHTTP2(t *testing.T) {
 	plain := startServer(t, Policy{}, false)
 	tr2 := &Transport{AllowHTTP: true, Policy: Policy{Kind: MigCP, Threshold: 1}}
 	defer tr2.CloseIdleConnections()
+	// SMig is decided on the server's SETTINGS, which came before the
+	// response: nothing more is opened or asked after it.
 	fetch(t, tr2, plain.url+"/gen/2097152", 2<<20)
-	time.Sleep(50 * time.Millisecond)
 	if n := tr2.Conns(); n != 1 || tr2.Stats().Asked.Load() != 0 {
 		t.Fatalf("against a plain server: %d conns, %d asks", n, tr2.Stats().Asked.Load())
 	}
@@ -242,16 +269,15 @@ func attacker(t *testing.T, url string, frames chan<- Migration, acks chan<- Con
 
 func TestForeignAndGuessedIDsRefused(t *testing.T) {
 	ts := startServer(t, Policy{}, true)
-	victim := &Transport{AllowHTTP: true}
+	var w wire
+	victim := &Transport{AllowHTTP: true, Config: h2.Config{Trace: w.Trace}}
 	defer victim.CloseIdleConnections()
 	fetch(t, victim, ts.url+"/gen/10240", 10<<10)
 	waitBound(t, victim)
-	var victimCIDs []CID
-	ts.s.mu.Lock()
-	for cid := range ts.s.byCID {
-		victimCIDs = append(victimCIDs, cid)
+	_, victimCIDs := w.seen()
+	if len(victimCIDs) < 2 {
+		t.Fatalf("victim's connection ids on the wire: %v, want the primary's and a pooled one's", victimCIDs)
 	}
-	ts.s.mu.Unlock()
 
 	frames := make(chan Migration, 16)
 	acks := make(chan ConnectionID, 4)

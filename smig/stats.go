@@ -1,5 +1,7 @@
 package smig
 
+import "context"
+
 // IdleBound returns how many pooled connections are bound to their
 // client and carry no stream: the idle connections a migration can use now.
 // Experiments wait for it so that "an idle connection is available" holds
@@ -17,4 +19,11 @@ func (t *Transport) IdleBound() int {
 		}
 	}
 	return n
+}
+
+// WaitIdleBound waits until a pooled connection is bound to its client
+// and carries no stream (IdleBound > 0), or ctx ends.
+func (t *Transport) WaitIdleBound(ctx context.Context) error {
+	_, err := t.awaitIdleBound(ctx, nil, nil)
+	return err
 }

@@ -2,7 +2,7 @@ package download
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
@@ -43,16 +43,10 @@ func (c Config) clientPolicy() smig.Policy {
 // runs start in the talk's scenario "an idle connection is available"
 // rather than racing the pool's handshake.
 func awaitIdle(ctx context.Context, t *smig.Transport) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for t.IdleBound() == 0 {
-		if time.Now().After(deadline) {
-			return errors.New("smig: no pooled idle connection bound within 5 s of the warm-up")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := t.WaitIdleBound(ctx); err != nil {
+		return fmt.Errorf("smig: no pooled idle connection bound within 5 s of the warm-up: %w", err)
 	}
 	return nil
 }
@@ -81,12 +75,9 @@ func smigCounts(res *experiment.Result, s *smig.Server, before smigSnapshot, t *
 	counts := res.Counts
 	// The server counts a migration's moved bytes when its copy ends, which
 	// may be just after the client read the last byte.
-	if t != nil && t.Stats().Migrated.Load() > 0 {
-		deadline := time.Now().Add(time.Second)
-		for snapshotSMig(s).moved == before.moved && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	s.WaitCopies(ctx)
+	cancel()
 	now := snapshotSMig(s)
 	counts["smig_migrations"] = float64(now.migrations - before.migrations)
 	counts["smig_client_initiated"] = float64(now.asked - before.asked)
