@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shunt-net/shunt/bench"
@@ -178,14 +179,14 @@ func HTML(d htmlData) ([]byte, error) {
 			hg.Rows = append(hg.Rows, row)
 		}
 		for _, k := range sortedKeys(d.facts.Condition[g.Condition]) {
-			hg.Network = append(hg.Network, [2]string{k, fmt.Sprint(d.facts.Condition[g.Condition][k])})
+			hg.Network = append(hg.Network, [2]string{k, strings.Join(d.facts.Condition[g.Condition][k], "; ")})
 		}
 		hg.Compare = comparisonLines(d.Summary, g.Condition)
 		gs = append(gs, hg)
 	}
 	var protoFacts [][2]string
 	for _, p := range d.Scenario.Protocols {
-		protoFacts = append(protoFacts, [2]string{p.Name, fmt.Sprintf("driver %s, params %v, %v", p.Driver, p.Params, d.facts.Protocol[p.Name])})
+		protoFacts = append(protoFacts, [2]string{p.Name, "driver " + p.Driver + paramText(p.Params) + factText(d.facts.Protocol[p.Name])})
 	}
 	var svgs []template.HTML
 	for _, f := range d.Figures {
@@ -230,3 +231,25 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}
 <h2>Configuration</h2><pre>{{.D.Source}}</pre>
 </body></html>
 `))
+
+// paramText is a protocol's params as ", key=value ...", sorted by key.
+func paramText(params map[string]string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range sortedKeys(params) {
+		kv = append(kv, k+"="+params[k])
+	}
+	return ", " + strings.Join(kv, " ")
+}
+
+// factText is the facts recorded by a protocol's runs as "; key=value",
+// distinct values joined by " | ".
+func factText(facts map[string][]string) string {
+	var s strings.Builder
+	for _, k := range sortedKeys(facts) {
+		s.WriteString("; " + k + "=" + strings.Join(facts[k], " | "))
+	}
+	return s.String()
+}

@@ -88,7 +88,7 @@ const (
 type lines struct {
 	ticks, objs, protos []string
 	pts                 map[string]map[string]pointsWithErr
-	lo, hi              map[string]float64 // per object: lowest p25, highest p75
+	vals                map[string][]float64 // per object: every p25 and p75, for the axis
 }
 
 func lineData(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) (*lines, error) {
@@ -100,7 +100,7 @@ func lineData(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) (*line
 	for i, c := range sc.Conditions {
 		condIdx[c.Name] = i
 	}
-	d := &lines{ticks: ticks, pts: map[string]map[string]pointsWithErr{}, lo: map[string]float64{}, hi: map[string]float64{}}
+	d := &lines{ticks: ticks, pts: map[string]map[string]pointsWithErr{}, vals: map[string][]float64{}}
 	var cells []bench.Cell
 	for _, c := range sum.Cells {
 		l := c.Labels
@@ -133,10 +133,7 @@ func lineData(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) (*line
 		pts.XYs = append(pts.XYs, plotter.XY{X: x, Y: c.P50})
 		pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{c.P50 - c.P25, c.P75 - c.P50})
 		d.pts[l.Object][l.Protocol] = pts
-		if lo, ok := d.lo[l.Object]; !ok || c.P25 < lo {
-			d.lo[l.Object] = c.P25
-		}
-		d.hi[l.Object] = max(d.hi[l.Object], c.P75)
+		d.vals[l.Object] = append(d.vals[l.Object], c.P25, c.P75)
 	}
 	return d, nil
 }
@@ -179,7 +176,7 @@ func linePlots(sc *bench.Scenario, sum bench.Summary, spec bench.PlotSpec) ([][]
 		}
 		p.NominalX(d.ticks...)
 		p.Add(plotter.NewGrid())
-		scaleY(p, d.lo[obj], d.hi[obj])
+		scaleY(p, d.vals[obj])
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
 		grid[oi/cols][oi%cols] = p
