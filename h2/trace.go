@@ -1,8 +1,10 @@
 package h2
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -58,4 +60,15 @@ func DescribeFrame(f http2.Frame, describe func(http2.FrameHeader, []byte) (stri
 		}
 	}
 	return s
+}
+
+// ResponseProto says how a response came: its protocol and, over TLS, the
+// version and the ALPN protocol ("HTTP/2.0 over TLS 1.3 (ALPN h2)"), so a
+// run records what really ran.
+func ResponseProto(resp *http.Response) string {
+	p := resp.Proto
+	if resp.TLS != nil {
+		p += " over " + tls.VersionName(resp.TLS.Version) + " (ALPN " + resp.TLS.NegotiatedProtocol + ")"
+	}
+	return p
 }

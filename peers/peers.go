@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shunt-net/shunt/internal/syncio"
 )
 
 // Server names accepted by Start, Available and Version.
@@ -73,7 +75,7 @@ type Peer struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	waitErr  error
-	log      *lockedBuffer
+	log      *syncio.Buffer
 	ownDir   bool
 	stopOnce sync.Once
 	stopErr  error
@@ -177,7 +179,7 @@ func Start(ctx context.Context, name string, o Options) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{Name: name, Addr: net.JoinHostPort(host, port), Scheme: "http", Dir: o.Dir, log: &lockedBuffer{}}
+	p := &Peer{Name: name, Addr: net.JoinHostPort(host, port), Scheme: "http", Dir: o.Dir, log: &syncio.Buffer{}}
 	if p.Dir == "" {
 		if p.Dir, err = os.MkdirTemp("", "shunt-peer-"+name+"-"); err != nil {
 			return nil, fmt.Errorf("peers: temp dir for %s: %v", name, err)
@@ -358,22 +360,3 @@ func (p *Peer) Stop() error {
 
 // Log returns what the server printed so far (stdout and stderr).
 func (p *Peer) Log() string { return p.log.String() }
-
-// lockedBuffer collects a child's output, written by exec's copy goroutines
-// and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

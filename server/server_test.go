@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/syncio"
 	"golang.org/x/net/http2"
 )
 
@@ -34,28 +35,11 @@ var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "%s tls=%t %s %s", r.Proto, r.TLS != nil, r.URL.Path, body)
 })
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // start serves s on a loopback port (or on ln, if given) and returns the
 // address. Cleanup shuts the server down and checks that Serve returned.
 func start(t *testing.T, s *Server, ln net.Listener) string {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncio.Buffer{}
 	s.ErrorLog = log.New(logs, "", 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	if ln == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/smig"
 	"github.com/shunt-net/shunt/testbed"
 )
@@ -229,12 +230,8 @@ func (c *client) get(ctx context.Context, path string, want int64, progress func
 	}
 	resp, err := origin.Fetch(c.rt, req, want, progress)
 	if resp != nil {
-		proto := resp.Proto
-		if resp.TLS != nil {
-			proto += " over " + tls.VersionName(resp.TLS.Version) + " (ALPN " + resp.TLS.NegotiatedProtocol + ")"
-		}
 		c.mu.Lock()
-		c.proto = proto
+		c.proto = h2.ResponseProto(resp)
 		c.mu.Unlock()
 	}
 	return reused, err

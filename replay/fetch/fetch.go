@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/site"
@@ -311,12 +312,8 @@ func (f *Fetcher) get(ctx context.Context, obj *page.Object) (replay.Fetched, er
 }
 
 func (f *Fetcher) noteProto(resp *http.Response) {
-	p := resp.Proto
-	if resp.TLS != nil {
-		p += " over " + tls.VersionName(resp.TLS.Version) + " (ALPN " + resp.TLS.NegotiatedProtocol + ")"
-	}
 	f.mu.Lock()
-	f.protoSaw = p
+	f.protoSaw = h2.ResponseProto(resp)
 	f.mu.Unlock()
 }
 

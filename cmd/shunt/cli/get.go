@@ -25,6 +25,7 @@ import (
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/internal/syncio"
 	"github.com/shunt-net/shunt/smig"
 )
 
@@ -251,7 +252,7 @@ func parseRangeFlag(s string) (first, last int64, err error) {
 }
 
 func runGet(ctx context.Context, args []string, gio getIO) (err error) {
-	gio.stderr = &lockedWriter{w: gio.stderr}
+	gio.stderr = &syncio.Writer{W: gio.stderr}
 	o, err := parseGetArgs(args, gio.stderr)
 	if err != nil {
 		return err
@@ -596,19 +597,6 @@ func bodyHint(resp *http.Response) string {
 		return ": " + s
 	}
 	return ""
-}
-
-// lockedWriter serialises writes: with -v the engine traces frames on
-// stderr while the command writes its own lines there.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // getRecord is a download's record, as shunt bench's runs.jsonl holds them

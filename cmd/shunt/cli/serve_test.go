@@ -8,28 +8,11 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/shunt-net/shunt/internal/syncio"
 )
-
-// lockedBuffer collects a command's stderr while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // startServe runs `shunt serve args...` in-process on a free loopback port
 // and returns the URL from its first stdout line. Cleanup stops it as a
@@ -38,7 +21,7 @@ func startServe(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	stderr := &lockedBuffer{}
+	stderr := &syncio.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), pw, stderr)

@@ -1,0 +1,42 @@
+// Package syncio holds the writers that several goroutines share: a
+// command's stderr that an engine's tracer and the command both write, a
+// child process's output that exec's copy goroutines write while a test
+// reads it.
+package syncio
+
+import (
+	"bytes"
+	"io"
+	"sync"
+)
+
+// Writer serialises writes to W.
+type Writer struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.W.Write(p)
+}
+
+// Buffer is a bytes.Buffer that may be written and read concurrently.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
