@@ -339,6 +339,7 @@ func (cc *ClientConn) roundTrip(req *http.Request, opts StreamOptions, reserved 
 			c.queueLocked(wframe{kind: wWindowUpdate, id: id, val: inc})
 		}
 	}
+	st.reqCtx = ctx
 	st.stopWatch = context.AfterFunc(ctx, func() { c.cancelStream(st, ctx.Err()) })
 	c.mu.Unlock()
 

@@ -1,6 +1,7 @@
 package h2
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -198,11 +199,21 @@ func (s *Stream) ContinueOn(next *Stream) error {
 	}
 	st.recv.next = next.st
 	closed := st.recv.closed
+	ctx := st.reqCtx
 	c.remoteClosedLocked(st)
 	c.mu.Unlock()
 	if closed {
 		// The reader gave up before the marker came: stop the continuation.
 		next.st.c.closeContinuation(next.st, http2.ErrCodeCancel)
+		return nil
+	}
+	if ctx != nil {
+		// The request's cancellation reaches the body wherever it went.
+		nc := next.st.c
+		nc.mu.Lock()
+		next.st.reqCtx = ctx
+		next.st.stopWatch = context.AfterFunc(ctx, func() { nc.cancelStream(next.st, ctx.Err()) })
+		nc.mu.Unlock()
 	}
 	return nil
 }

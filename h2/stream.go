@@ -57,7 +57,10 @@ type stream struct {
 	gotByte   bool
 	trace     *httptrace.ClientTrace
 	stopWatch func() bool // stops the request-context watcher
-	isHead    bool
+	// reqCtx is the client request's context: a continuation of the stream
+	// on another connection (migration) is cancelled with it too.
+	reqCtx context.Context
+	isHead bool
 }
 
 // sendSide is the outbound half of a stream: bytes queued by the body source
