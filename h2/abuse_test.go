@@ -205,3 +205,25 @@ func TestServerPush(t *testing.T) {
 		t.Fatalf("response headers %v lack the push error", h1.Fields)
 	}
 }
+
+// TestOversizedFieldGets431: one field larger than MaxHeaderListSize (64
+// KiB) is a request the server refuses with 431, as RFC 9113 10.5.1 allows,
+// not a COMPRESSION_ERROR that ends the connection: its HPACK state stays in
+// step and the next request works.
+func TestOversizedFieldGets431(t *testing.T) {
+	ts := startServer(t, testHandler(), Config{}, false)
+	rc := dialRaw(t, ts.addr)
+	blk := rc.block("/", hpack.HeaderField{Name: "x-big", Value: strings.Repeat("v", 70000)})
+	rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:16000], EndStream: true})
+	for off := 16000; off < len(blk); off += 16000 {
+		end := min(off+16000, len(blk))
+		rc.fr.WriteContinuation(1, end == len(blk), blk[off:end])
+	}
+	if rc.readUntil(5*time.Second, isStatus(1, "431")) == nil {
+		t.Fatal("no 431 for a 70 KB header field")
+	}
+	rc.request(3, "/", true)
+	if rc.readUntil(5*time.Second, isStatus(3, "200")) == nil {
+		t.Fatal("connection unusable after the oversized field")
+	}
+}

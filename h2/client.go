@@ -307,6 +307,12 @@ func (cc *ClientConn) roundTrip(req *http.Request, opts StreamOptions, reserved 
 		c.mu.Unlock()
 		return nil, fmt.Errorf("h2: stream receive window %d below the connection's initial window %d; lower it with Conn.SetInitialWindowSize", opts.ReceiveWindow, c.ourInitial)
 	}
+	// RFC 9113 6.5.2: the peer said how large a header list it takes; a
+	// larger one would only be refused (431, or the connection torn down).
+	if size := fieldsSize(fields); size > uint64(c.peer.maxHeaderList) {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("h2: request header list of %d bytes exceeds the server's SETTINGS_MAX_HEADER_LIST_SIZE %d", size, c.peer.maxHeaderList)
+	}
 	id := c.nextStreamID
 	c.nextStreamID += 2
 	st := c.newStream(id, true)
@@ -358,6 +364,16 @@ func (c *Conn) unreserve() {
 	c.reserved--
 	c.slotWait.Signal()
 	c.mu.Unlock()
+}
+
+// fieldsSize is a header list's size as SETTINGS_MAX_HEADER_LIST_SIZE
+// counts it: names and values plus 32 bytes a field (RFC 9113 6.5.2).
+func fieldsSize(fields []hpack.HeaderField) uint64 {
+	var n uint64
+	for _, f := range fields {
+		n += uint64(f.Size())
+	}
+	return n
 }
 
 // cancelStream resets a stream whose request context ended.

@@ -282,3 +282,21 @@ func TestClientTrace(t *testing.T) {
 		t.Fatalf("trace events %v, want conn,wrote,byte", got)
 	}
 }
+
+// The client does not send a header list larger than the server's
+// SETTINGS_MAX_HEADER_LIST_SIZE: the request fails before it is sent, and
+// the connection goes on serving.
+func TestClientRespectsPeerMaxHeaderList(t *testing.T) {
+	ts := startServer(t, testHandler(), Config{MaxHeaderListSize: 1000}, false)
+	tr := newTestTransport(ts)
+	defer tr.CloseIdleConnections()
+	get(t, tr, ts.url("/")) // the server's SETTINGS are in
+	req, _ := http.NewRequest("GET", ts.url("/"), nil)
+	req.Header.Set("X-Big", strings.Repeat("x", 2000))
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "SETTINGS_MAX_HEADER_LIST_SIZE 1000") {
+		t.Fatalf("oversized request: %v", err)
+	}
+	if _, body := get(t, tr, ts.url("/")); !bytes.Equal(body, helloBody) {
+		t.Fatalf("after the refused request: %q", body)
+	}
+}

@@ -149,7 +149,11 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	c.rfr.SetReuseFrames()
 	c.rfr.SetMaxReadFrameSize(cfg.MaxReadFrameSize)
 	c.hdec = hpack.NewDecoder(4096, c.onField)
-	c.hdec.SetMaxStringLength(int(cfg.MaxHeaderListSize))
+	// A field over MaxHeaderListSize must still decode (the HPACK state
+	// goes on), so that the request gets 431 and the connection lives: a
+	// string is bounded by what the block may hold (headerFragment's bound),
+	// decoded (Huffman codes are at least 5 bits a byte, so 8/5 of that).
+	c.hdec.SetMaxStringLength((2*int(cfg.MaxHeaderListSize) + int(cfg.MaxReadFrameSize)) * 8 / 5)
 
 	var w = c.bw
 	if cfg.Trace != nil {

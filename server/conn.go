@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -44,6 +45,9 @@ func sniff(c net.Conn, deadline time.Time) (isH2 bool, head []byte, err error) {
 			}
 		}
 		line, _, ok := bytes.Cut(buf, []byte("\r\n"))
+		if !ok && len(buf) == cap(buf) && startsHTTP1RequestLine(buf) {
+			return false, nil, errRequestLineTooLong
+		}
 		if !ok || !isHTTP1RequestLine(line) {
 			return false, nil, fmt.Errorf("sniff %s: neither the HTTP/2 preface nor an HTTP/1.x request line: %.40q", c.RemoteAddr(), buf)
 		}
@@ -56,6 +60,26 @@ func sniff(c net.Conn, deadline time.Time) (isH2 bool, head []byte, err error) {
 
 // maxRequestLine bounds what sniff reads looking for an HTTP/1.x request line.
 const maxRequestLine = 8 << 10
+
+// errRequestLineTooLong: an HTTP/1.x request whose line does not end
+// within maxRequestLine bytes; the server answers 414.
+var errRequestLineTooLong = errors.New("HTTP/1.x request line longer than 8 KiB")
+
+// startsHTTP1RequestLine reports whether b starts like an HTTP/1.x request
+// line: a method token, a space, then a target starting with "/" or a
+// scheme, so a garbled HTTP/2 preface is not mistaken for one.
+func startsHTTP1RequestLine(b []byte) bool {
+	method, rest, ok := bytes.Cut(b, []byte(" "))
+	if !ok || len(method) == 0 || len(method) > 16 {
+		return false
+	}
+	for _, c := range method {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return bytes.HasPrefix(rest, []byte("/")) || bytes.HasPrefix(rest, []byte("http"))
+}
 
 // isHTTP1RequestLine reports whether line is "METHOD TARGET HTTP/1.x".
 func isHTTP1RequestLine(line []byte) bool {

@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -272,6 +273,9 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 		return
 	}
 	isH2, head, err := sniff(c, time.Now().Add(handshakeTimeout))
+	if errors.Is(err, errRequestLineTooLong) {
+		refuseHTTP1(c, "414 URI Too Long", "request line longer than 8 KiB")
+	}
 	if err != nil {
 		s.logf("server: %v", err)
 		c.Close()
@@ -448,4 +452,17 @@ func (s *Server) logf(format string, args ...any) {
 	} else {
 		log.Printf(format, args...)
 	}
+}
+
+// refuseHTTP1 answers an HTTP/1.x request the server will not read with
+// status and a one-line reason, then stops sending and reads (a bounded
+// while) what the client still sends, so closing does not reset the
+// connection before the client has read the answer.
+func refuseHTTP1(c net.Conn, status, reason string) {
+	c.SetDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n", status, len(reason)+1, reason)
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }

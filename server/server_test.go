@@ -635,3 +635,27 @@ func TestContextCancelClosesEverything(t *testing.T) {
 
 // encodeSettings is the client side of HTTP2-Settings: base64url, no padding.
 func encodeSettings(payload []byte) string { return base64.RawURLEncoding.EncodeToString(payload) }
+
+// A cleartext HTTP/1.1 request line over 8 KiB gets 414, not a reset; a
+// header section over net/http's limit gets 431.
+func TestOversizedHTTP1Requests(t *testing.T) {
+	addr := start(t, &Server{Handler: echo}, nil)
+	for _, tc := range []struct {
+		req, want string
+	}{
+		{"GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 "},
+		{"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", "HTTP/1.1 431 "},
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go io.WriteString(c, tc.req) // the server may answer before reading it all
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.HasPrefix(line, tc.want) {
+			t.Errorf("request of %d bytes: status line %q, %v; want %s", len(tc.req), line, err, tc.want)
+		}
+	}
+}
