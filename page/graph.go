@@ -104,8 +104,9 @@ func decodeJSON(data []byte) (any, error) {
 
 // reader walks a decoded graph, keeping the first error.
 type reader struct {
-	p   *Page
-	err error
+	p      *Page
+	err    error
+	objIDs map[string]string // object id -> the field that defined it
 }
 
 func (r *reader) fail(field, format string, args ...any) {
@@ -228,6 +229,13 @@ func (r *reader) object(field string, v any) {
 	}
 	p := r.p
 	o := Object{ID: r.id(m, field, "id"), URL: r.optString(m, field, "url"), Host: r.optString(m, field, "host")}
+	if prev, dup := r.objIDs[o.ID]; dup {
+		r.fail(join(field, "id"), "object %q already defined at %s", o.ID, prev)
+	}
+	if r.objIDs == nil {
+		r.objIDs = map[string]string{}
+	}
+	r.objIDs[o.ID] = field
 	o.Path = r.optString(m, field, "path")
 	if o.Path == "" && o.URL != "" {
 		if u, err := url.Parse(o.URL); err == nil {

@@ -200,11 +200,12 @@ func TestMarshalGraphRoundTrip(t *testing.T) {
 }
 
 // samePage compares two pages but for where sizes came from (a written
-// graph records them all), and where things were read (Source, Field).
+// graph records them all), where things were read (Source, Field) and what
+// reading left out (Warnings: a written graph holds only what was kept).
 func samePage(a, b *Page) string {
 	norm := func(p *Page) Page {
 		c := *p
-		c.Source = ""
+		c.Source, c.Warnings = "", nil
 		c.Objects = append([]Object(nil), p.Objects...)
 		for i := range c.Objects {
 			c.Objects[i].SizeFrom = SizeExplicit

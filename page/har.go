@@ -27,10 +27,10 @@ type (
 		StartedDateTime string             `json:"startedDateTime"`
 		Time            float64            `json:"time"` // ms, the sum of timings
 		Timings         map[string]float64 `json:"timings"`
-		Request         struct {
+		Request         *struct {
 			URL string `json:"url"`
 		} `json:"request"`
-		Response struct {
+		Response *struct {
 			Status  int `json:"status"`
 			Content struct {
 				Size     float64 `json:"size"`
@@ -126,11 +126,24 @@ func (p *Page) harObjects(h *harFile) ([]*harObject, error) {
 		if pageID != "" && e.Pageref != "" && e.Pageref != pageID {
 			continue
 		}
+		switch {
+		case e.Request == nil:
+			return nil, p.errorf(field+".request", "missing")
+		case e.Request.URL == "":
+			return nil, p.errorf(field+".request.url", "missing")
+		case e.Response == nil:
+			return nil, p.errorf(field+".response", "missing")
+		}
 		u, err := url.Parse(e.Request.URL)
 		if err != nil {
 			return nil, p.errorf(field+".request.url", "%v", err)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || e.Response.Status == 0 {
+		if u.Scheme != "http" && u.Scheme != "https" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s URL left out (not http or https)", field, u.Scheme))
+			continue
+		}
+		if e.Response.Status == 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s left out: no response (status 0, an aborted or blocked request)", field, e.Request.URL))
 			continue
 		}
 		u.Fragment, u.RawFragment = "", ""

@@ -92,6 +92,9 @@ type Page struct {
 	Deps       []Dep // file deps first, then implicit ones
 	Start      int   // activity that starts the load (the root HTML download)
 	Load       int   // activity marking the load event, or -1
+	// Warnings say what of the input was left out and why (a HAR's aborted
+	// requests, data: URLs), for commands to print.
+	Warnings []string
 
 	index map[string]int // activity ID -> index
 }

@@ -159,6 +159,9 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		if err != nil {
 			return nil, err
 		}
+		for _, w := range pg.Warnings {
+			fmt.Fprintf(env.Log, "page %s: %s\n", pg.Source, w)
+		}
 		s.pages[o.Name] = pg
 		pages = append(pages, pg)
 	}

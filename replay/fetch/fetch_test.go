@@ -261,3 +261,17 @@ func replayOnce(t *testing.T, p *page.Page, cfg Config) (*Fetcher, *replay.Resul
 	}
 	return f, r
 }
+
+// A page named after a URL with a path and a query (as recorded graphs of
+// pages like "example.com/?src=feed" are) is served and loaded: its name is
+// one escaped path segment.
+func TestPageNameWithQuery(t *testing.T) {
+	p := testpages.Load(t, "www.dmm.co.jp_.json")
+	p.Name = "www.dmm.co.jp/?src=feed&x=1#top"
+	h, err := site.NewHandler(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, conf := serve(t, h, true, false)
+	replayOnce(t, p, Config{Proto: H2, Addr: srv.Addr, TLS: true, TLSConfig: conf, Page: p.Name})
+}

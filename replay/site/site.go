@@ -22,6 +22,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -36,12 +37,13 @@ const Prefix = "/page/"
 const DigestHeader = "Repr-Digest"
 
 // URLPath is where the object with request target objPath of the named page
-// is served.
+// is served. The name is one path segment, escaped: a graph named after a
+// URL with a query ("example.com/?src=feed") is served as well as any.
 func URLPath(pageName, objPath string) string {
 	if !strings.HasPrefix(objPath, "/") {
 		objPath = "/" + objPath
 	}
-	return Prefix + pageName + objPath
+	return Prefix + url.PathEscape(pageName) + objPath
 }
 
 // offsetBits bounds offsets well below int64, so offset+size cannot overflow.
@@ -114,8 +116,8 @@ func NewHandler(pages ...*page.Page) (*Handler, error) {
 	h := &Handler{objs: make(map[string]object)}
 	names := make(map[string]string)
 	for _, p := range pages {
-		if p.Name == "" || strings.ContainsAny(p.Name, "/?# ") {
-			return nil, fmt.Errorf("page %s: name %q cannot be a path segment", p.Source, p.Name)
+		if p.Name == "" {
+			return nil, fmt.Errorf("page %s: no name", p.Source)
 		}
 		if src, dup := names[p.Name]; dup {
 			return nil, fmt.Errorf("page %s: name %q already served from %s", p.Source, p.Name, src)

@@ -85,6 +85,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	for _, w := range pg.Warnings {
+		fmt.Fprintf(stderr, "%s: %s\n", pg.Source, w)
+	}
 	nf := &emulated.Factory{Shipped: bench.ShippedFile}
 	cond, err := lf.condition(nf)
 	if err != nil {
