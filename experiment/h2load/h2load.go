@@ -59,7 +59,9 @@ var Kind = experiment.Kind[Config]{
 	Name:        "h2load",
 	Default:     DefaultConfig,
 	CheckObject: func(_ Config, o experiment.Object) error { return origin.CheckSizeOnly("h2load", o) },
-	Start:       func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) { return Start(ctx, env, c) },
+	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
+		return Start(ctx, env, c)
+	},
 }
 
 // Session is one server under load, started once for its runs.
