@@ -6,23 +6,39 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/shunt-net/shunt/experiment"
 )
 
-// Merge combines the output directories of shards (or of any sweeps of the
-// same scenario) into out: one runs.jsonl holding one record per run ID (see
-// Latest) and the scenario file. It returns the scenario and the merged records.
+// Merge combines the output directories of shards (or of whole sweeps of
+// the same scenario) into out: one runs.jsonl holding one record per run ID
+// (see Latest) and the scenario file. It refuses, naming them, shards that
+// no directory holds, directories that hold no shard (a task that never
+// started) and shards with runs not run (a task that timed out), so a
+// report is never built from part of a sweep; failed runs are recorded
+// runs and go into the report as failures. It returns the scenario and the
+// merged records.
 func Merge(out string, dirs []string) (*Scenario, []*experiment.Record, error) {
 	if len(dirs) == 0 {
 		return nil, nil, fmt.Errorf("merge: no input directories")
 	}
 	var (
-		sc     *Scenario
-		source []byte
-		all    []*experiment.Record
+		sc      *Scenario
+		source  []byte
+		first   string
+		parts   []part
+		noShard []string
 	)
 	for _, d := range dirs {
+		sw, sh, err := ReadSweep(d)
+		if errors.Is(err, ErrNoSweep) {
+			noShard = append(noShard, d)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge: %w", err)
+		}
 		file := filepath.Join(d, ScenarioFile)
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -32,17 +48,28 @@ func Merge(out string, dirs []string) (*Scenario, []*experiment.Record, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("merge: %w", err)
 		}
-		if sc != nil && s.Name != sc.Name {
-			return nil, nil, fmt.Errorf("merge: %s is scenario %q, %s is %q", dirs[0], sc.Name, d, s.Name)
-		}
 		if sc == nil {
-			sc, source = s, data
+			sc, source, first = s, data, d
+		} else if s.Name != sc.Name {
+			return nil, nil, fmt.Errorf("merge: %s is scenario %q, %s is %q", first, sc.Name, d, s.Name)
+		} else if diff := DefinitionDiff(sc, s); len(diff) > 0 {
+			return nil, nil, fmt.Errorf("merge: %s and %s hold two versions of scenario %s (%s changed)", first, d, sc.Name, strings.Join(diff, ", "))
 		}
 		recs, err := experiment.ReadRecords(filepath.Join(d, RunsFile))
 		if err != nil {
 			return nil, nil, fmt.Errorf("merge: %w", err)
 		}
-		all = append(all, recs...)
+		parts = append(parts, part{dir: d, sweep: sw, shard: sh, recs: recs})
+	}
+	if sc == nil {
+		return nil, nil, fmt.Errorf("merge: no shard in %s (none has a %s)", strings.Join(dirs, ", "), SweepFile)
+	}
+	if err := checkComplete(sc, parts, noShard); err != nil {
+		return nil, nil, err
+	}
+	var all []*experiment.Record
+	for _, p := range parts {
+		all = append(all, p.recs...)
 	}
 	merged := Latest(all)
 	if err := os.MkdirAll(out, 0o755); err != nil {

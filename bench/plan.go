@@ -23,30 +23,38 @@ func labels(r *experiment.Run, metric string) Labels {
 // changing a link, a parameter or an object makes new ones, so resume never
 // mistakes an old measurement for a new one.
 func RunID(seed int64, c experiment.Condition, p experiment.Protocol, o experiment.Object, rep int) string {
-	// encoding/json sorts map keys, so the encoding is canonical.
-	b, err := json.Marshal(struct {
+	h := digest(struct {
 		Seed      int64
 		Condition experiment.Condition
 		Protocol  experiment.Protocol
 		Object    experiment.Object
 		Rep       int
 	}{seed, c, p, o, rep})
-	if err != nil {
-		panic("bench: run config not encodable: " + err.Error()) // only plain types
-	}
-	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
 
-// Plan expands a scenario into its runs, grouped by condition then protocol
-// (so a network and a server are set up once for their group), repetitions
-// outermost within a group so slow drifts spread over all objects.
+// digest hashes the JSON of v; encoding/json sorts map keys, so the
+// encoding is canonical.
+func digest(v any) [32]byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("bench: run config not encodable: " + err.Error()) // only plain types
+	}
+	return sha256.Sum256(b)
+}
+
+// Plan expands a scenario into its runs, condition by condition (a network
+// is built once for its runs), then repetition by repetition and object by
+// object, and innermost every protocol: the runs a ratio compares, one
+// pair (condition, object, repetition) across protocols, run back to back,
+// so a drift of the machine's load hits every protocol alike. Repetitions
+// come before objects so slow drifts spread over all objects.
 func Plan(s *Scenario) []*experiment.Run {
 	var runs []*experiment.Run
 	for _, c := range s.Conditions {
-		for _, p := range s.Protocols {
-			for rep := 0; rep < s.Reps; rep++ {
-				for _, o := range s.Objects {
+		for rep := 0; rep < s.Reps; rep++ {
+			for _, o := range s.Objects {
+				for _, p := range s.Protocols {
 					id := RunID(s.Seed, c, p, o, rep)
 					runs = append(runs, &experiment.Run{ID: id, Scenario: s.Name, Condition: c, Protocol: p, Object: o, Rep: rep, Seed: runSeed(s.Seed, id)})
 				}
@@ -77,16 +85,23 @@ func ParseShard(s string) (Shard, error) {
 
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 
-// Has reports whether the run with this ID belongs to the shard. The choice
-// depends on the ID alone, so every machine computes the same partition and
-// adding runs to a scenario does not move the existing ones between shards.
-func (s Shard) Has(id string) bool {
+// Has reports whether a run belongs to the shard. Shards split a sweep by
+// pair, never inside one: every protocol's run of one (condition, object,
+// repetition) is in the same shard, so a ratio never compares runs of two
+// machines. Within a (condition, object) cell the repetitions go round the
+// shards from a start that a hash of the cell picks, so every shard gets
+// its share of every cell (tasks of equal length, and every node measures
+// every cell) and the choice depends on the run alone: every machine
+// computes the same partition, and more repetitions or another protocol
+// do not move runs between shards.
+func (s Shard) Has(r *experiment.Run) bool {
 	if s.N <= 1 {
 		return true
 	}
-	v, err := strconv.ParseUint(id[:8], 16, 64)
-	if err != nil {
-		panic("bench: run ID not hex: " + id)
-	}
-	return int(v%uint64(s.N)) == s.I-1
+	h := digest(struct {
+		Condition experiment.Condition
+		Object    experiment.Object
+	}{r.Condition, r.Object})
+	start := binary.BigEndian.Uint64(h[:8]) % uint64(s.N)
+	return int((start+uint64(r.Rep))%uint64(s.N)) == s.I-1
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
@@ -60,6 +61,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err := os.MkdirAll(r.OutDir, 0o755); err != nil {
 		return err
 	}
+	unlock, err := lockDir(r.OutDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if r.Source != nil {
 		if err := os.WriteFile(filepath.Join(r.OutDir, ScenarioFile), r.Source, 0o644); err != nil {
 			return err
@@ -79,10 +85,20 @@ func (r *Runner) Run(ctx context.Context) error {
 			done[rec.ID] = true
 		}
 	}
+	whole := r.Shard
+	if whole.N <= 1 {
+		whole = Shard{I: 1, N: 1}
+	}
+	if sw, _, err := ReadSweep(r.OutDir); err == nil && sw.Shard != whole.String() {
+		return fmt.Errorf("%s holds shard %s of the sweep, not %s: use another --out", r.OutDir, sw.Shard, whole)
+	}
+	if err := writeSweep(r.OutDir, Sweep{Scenario: r.Scenario.Name, Reps: r.Scenario.Reps, Shard: whole.String()}); err != nil {
+		return err
+	}
 	var todo []*experiment.Run
 	inShard := 0
 	for _, run := range Plan(r.Scenario) {
-		if !r.Shard.Has(run.ID) {
+		if !r.Shard.Has(run) {
 			continue
 		}
 		inShard++
@@ -110,20 +126,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// runCondition runs one condition's runs (consecutive in the plan) on one network.
+// runCondition runs one condition's runs (consecutive in the plan) on one
+// network. The plan interleaves protocols pair by pair, so each protocol's
+// session starts at its first run and serves the condition's runs until
+// the condition is done; sessions listen on ports and scratch directories
+// of their own.
 func (r *Runner) runCondition(ctx context.Context, reg Drivers, w *experiment.RecordWriter, runs []*experiment.Run) (err error) {
 	cond := runs[0].Condition
-	fail := func(runs []*experiment.Run, what string, cause error) error {
-		for _, run := range runs {
-			rec := &experiment.Record{Run: *run, Start: r.Now(), Shard: r.shardLabel(), Error: fmt.Sprintf("%s: %v", what, cause)}
-			if err := r.record(w, rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	if r.Networks == nil {
-		return fail(runs, "condition "+cond.Name, errors.New("no network factory"))
+		return r.fail(w, runs, "condition "+cond.Name, errors.New("no network factory"))
 	}
 	seed := conditionSeed(r.Scenario.Seed, cond.Name)
 	nw, err := r.Networks.Build(ctx, cond, seed)
@@ -131,7 +142,7 @@ func (r *Runner) runCondition(ctx context.Context, reg Drivers, w *experiment.Re
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fail(runs, "building network for condition "+cond.Name, err)
+		return r.fail(w, runs, "building network for condition "+cond.Name, err)
 	}
 	defer func() {
 		if cerr := nw.Close(); cerr != nil && err == nil {
@@ -143,50 +154,83 @@ func (r *Runner) runCondition(ctx context.Context, reg Drivers, w *experiment.Re
 		return err
 	}
 	defer os.RemoveAll(dir)
-	env := &experiment.Env{Condition: cond, Net: nw, Objects: r.Scenario.Objects, Dir: dir, Log: r.Log}
-	stamp := func(rec *experiment.Record) { rec.NetSeed = seed }
-	for len(runs) > 0 {
-		n := 1
-		for n < len(runs) && runs[n].Protocol.Name == runs[0].Protocol.Name {
-			n++
-		}
-		if err := r.runProtocol(ctx, reg, w, env, stamp, runs[:n], fail); err != nil {
-			return err
-		}
-		runs = runs[n:]
-	}
-	return nil
-}
-
-func (r *Runner) runProtocol(ctx context.Context, reg Drivers, w *experiment.RecordWriter, env *experiment.Env, stamp func(*experiment.Record), runs []*experiment.Run, fail func([]*experiment.Run, string, error) error) (err error) {
-	p := runs[0].Protocol
-	penv := *env
-	penv.Port = r.port(p)
-	d, err := reg.Lookup(p.Driver)
-	if err != nil {
-		return fail(runs, "protocol "+p.Name, err)
-	}
-	sess, err := d.Start(ctx, &penv, p)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fail(runs, fmt.Sprintf("starting %s (driver %s)", p.Name, p.Driver), err)
-	}
+	env := &experiment.Env{Condition: cond, Net: nw, Objects: r.Scenario.Objects, Log: r.Log}
+	var started []*session
+	sessions := map[string]*session{}
 	defer func() {
-		if cerr := sess.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("stopping %s: %w", p.Name, cerr)
+		for _, s := range started {
+			if s.sess == nil {
+				continue
+			}
+			if cerr := s.sess.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("stopping %s: %w", s.name, cerr)
+			}
 		}
 	}()
 	for _, run := range runs {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		rec := r.runOne(ctx, env.Net, sess, run)
+		s := sessions[run.Protocol.Name]
+		if s == nil {
+			s = r.start(ctx, reg, env, dir, run.Protocol)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			sessions[run.Protocol.Name] = s
+			started = append(started, s)
+		}
+		if s.err != nil {
+			if err := r.fail(w, []*experiment.Run{run}, s.what, s.err); err != nil {
+				return err
+			}
+			continue
+		}
+		rec := r.runOne(ctx, nw, s.sess, run)
 		if ctx.Err() != nil {
 			return ctx.Err() // interrupted, not measured: resume will redo it
 		}
-		stamp(rec)
+		rec.NetSeed = seed
+		if err := r.record(w, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// session is one protocol's session in a condition, or why it did not start.
+type session struct {
+	name string
+	sess experiment.Session
+	what string // what failed, with err
+	err  error
+}
+
+// start starts protocol p's session in env, in a scratch directory of its own under dir.
+func (r *Runner) start(ctx context.Context, reg Drivers, env *experiment.Env, dir string, p experiment.Protocol) *session {
+	s := &session{name: p.Name, what: "protocol " + p.Name}
+	penv := *env
+	penv.Port = r.port(p)
+	penv.Dir = filepath.Join(dir, strconv.Itoa(penv.Port))
+	d, err := reg.Lookup(p.Driver)
+	if err == nil {
+		err = os.Mkdir(penv.Dir, 0o755)
+	}
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.sess, s.err = d.Start(ctx, &penv, p)
+	if s.err != nil {
+		s.what = fmt.Sprintf("starting %s (driver %s)", p.Name, p.Driver)
+	}
+	return s
+}
+
+// fail records runs as failed before they could run, with what failed and why.
+func (r *Runner) fail(w *experiment.RecordWriter, runs []*experiment.Run, what string, cause error) error {
+	for _, run := range runs {
+		rec := &experiment.Record{Run: *run, Start: r.Now(), Shard: r.shardLabel(), Error: fmt.Sprintf("%s: %v", what, cause)}
 		if err := r.record(w, rec); err != nil {
 			return err
 		}
@@ -247,15 +291,15 @@ func (r *Runner) sameScenario() error {
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	for _, d := range definitionDiff(old, r.Scenario) {
+	for _, d := range DefinitionDiff(old, r.Scenario) {
 		return fmt.Errorf("%s holds runs of another version of scenario %s (%s changed): use another --out, or remove the directory to start afresh", r.OutDir, r.Scenario.Name, d)
 	}
 	return nil
 }
 
-// definitionDiff names the parts that define runs (seed, conditions,
+// DefinitionDiff names the parts that define runs (seed, conditions,
 // protocols, objects) in which a and b differ.
-func definitionDiff(a, b *Scenario) []string {
+func DefinitionDiff(a, b *Scenario) []string {
 	var diff []string
 	for _, part := range []struct {
 		name string

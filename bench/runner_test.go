@@ -286,6 +286,9 @@ func TestMergeRejectsOtherScenario(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, ScenarioFile), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := writeSweep(dir, Sweep{Scenario: "x", Reps: 3, Shard: "1/2"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, _, err := Merge(filepath.Join(root, "m"), []string{a, b}); err == nil || !strings.Contains(err.Error(), `"other"`) {
 		t.Errorf("merging two scenarios: err = %v", err)
@@ -324,31 +327,6 @@ func TestRunnerRefusesEditedScenario(t *testing.T) {
 	err := edited.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "another version of scenario") || !strings.Contains(err.Error(), "conditions changed") {
 		t.Errorf("resume with an edited link: err = %v", err)
-	}
-}
-
-func TestShardPartition(t *testing.T) {
-	s, err := Parse("fake.yaml", []byte(fakeScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{1, 2, 3, 5} {
-		count := map[string]int{}
-		for i := 1; i <= n; i++ {
-			for _, r := range Plan(s) {
-				if (Shard{I: i, N: n}).Has(r.ID) {
-					count[r.ID]++
-				}
-			}
-		}
-		for id, c := range count {
-			if c != 1 {
-				t.Errorf("n=%d: run %s in %d shards", n, id, c)
-			}
-		}
-		if len(count) != 24 {
-			t.Errorf("n=%d: %d runs covered, want 24", n, len(count))
-		}
 	}
 }
 

@@ -80,7 +80,8 @@ func RunOnce(ctx context.Context, nw Network, sess Session, run *Run, timeout ti
 	if now == nil {
 		now = time.Now
 	}
-	rec := &Record{Run: *run, Start: now()}
+	node, nodeErr := ReadNode()
+	rec := &Record{Run: *run, Start: now(), Node: node}
 	cpu0, cpuErr := nw.EmulatorCPU()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	res, err := sess.Run(rctx, run)
@@ -102,6 +103,9 @@ func RunOnce(ctx context.Context, nw Network, sess Session, run *Run, timeout ti
 		rec.Info["emulator_cpu_error"] = fmt.Sprint(errors.Join(cpuErr, cpuErr1))
 	} else {
 		rec.EmulatorCPU = (cpu1 - cpu0).Seconds()
+	}
+	if nodeErr != nil {
+		rec.Info["node_error"] = nodeErr.Error()
 	}
 	rec.Network = nw.Describe()
 	if err != nil {

@@ -24,6 +24,7 @@ type Record struct {
 	Info        map[string]string `json:"info,omitempty"`
 	Network     map[string]string `json:"network,omitempty"`
 	NetSeed     int64             `json:"net_seed"` // seed of the condition's loss models
+	Node        *Node             `json:"node,omitempty"`
 	Shard       string            `json:"shard,omitempty"`
 	Error       string            `json:"error,omitempty"`
 }

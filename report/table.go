@@ -283,7 +283,7 @@ func WriteTable(w io.Writer, sc *bench.Scenario, sum bench.Summary, recs []*expe
 	for _, r := range failures(recs) {
 		fmt.Fprintf(w, "error: run %s (%s/%s/%s rep %d): %s\n", r.ID, r.Condition.Name, r.Protocol.Name, r.Object.Name, r.Rep, r.Error)
 	}
-	return nil
+	return writeNodes(w, sc, recs)
 }
 
 func refSources(sum bench.Summary) []string {

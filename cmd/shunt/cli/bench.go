@@ -19,7 +19,7 @@ import (
 
 var benchCmd = &Command{
 	Name:  "bench",
-	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench --list | bench merge OUT DIR... | bench report DIR [RECORDS...]",
+	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench NAME --slurm [--array N] [--nodes N] [--wait] [--out DIR] [-- SBATCH-OPTIONS...] | bench --list | bench merge OUT DIR... | bench report DIR [RECORDS...]",
 	Short: "run an experiment scenario (default: holb) and report p25/p50/p75 per cell",
 }
 
@@ -48,9 +48,18 @@ func runBench(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "output `DIR`; an existing one is resumed (default ./shunt-results/NAME-TIME)")
 	shardText := fs.String("shard", "", "run only shard `i/n` of the sweep")
 	linkLog := fs.Bool("link-log", false, "log every packet of the emulated links into DIR/"+linkLogDir)
+	var sl slurmFlags
+	sl.register(fs)
+	args, sbatchOpts := splitDashDash(args)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if err := sl.check(*shardText, sbatchOpts); err != nil {
+		return err
+	}
+	if sl.on && *jsonFile != "" {
+		return errors.New("--json goes with the merge, not --slurm: shunt bench merge --json FILE OUT DIR... (the merge job writes summary.json)")
 	}
 	if *list {
 		if len(pos) > 0 {
@@ -91,8 +100,12 @@ func runBench(ctx context.Context, args []string) error {
 		if shard.N > 1 {
 			dir += fmt.Sprintf("-shard%dof%d", shard.I, shard.N)
 		}
+		if sl.on {
+			dir += "-slurm"
+		}
 	}
 	if os.Geteuid() != 0 {
+		// Under --slurm too: the tasks run as the user who submits them.
 		return errors.New("needs root: it builds network namespaces and TUN devices for the emulated links")
 	}
 	nf := &emulated.Factory{Shipped: bench.ShippedFile}
@@ -102,6 +115,9 @@ func runBench(ctx context.Context, args []string) error {
 	// A scenario refused before any run leaves no output directory behind.
 	if err := sc.Check(drivers.Table, nf); err != nil {
 		return err
+	}
+	if sl.on {
+		return submitSlurm(ctx, sl, sc, src, dir, *linkLog, sbatchOpts, os.Stdout)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -139,7 +155,7 @@ func failedRuns(dir string, shard bench.Shard) error {
 	}
 	failed, n := 0, 0
 	for _, r := range bench.Latest(recs) {
-		if shard.Has(r.ID) {
+		if shard.Has(&r.Run) {
 			n++
 			if !r.OK() {
 				failed++

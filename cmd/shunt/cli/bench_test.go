@@ -66,3 +66,25 @@ func TestBenchListTakesNoScenario(t *testing.T) {
 		t.Error("bench --list holb: no error")
 	}
 }
+
+func TestBenchSlurmFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"holb", "--array", "4"}, "go with --slurm"},
+		{[]string{"holb", "--", "--partition=x"}, "go with --slurm"},
+		{[]string{"holb", "--slurm", "--shard", "1/2"}, "not --shard"},
+		{[]string{"holb", "--slurm", "--array", "-1"}, "positive"},
+		{[]string{"holb", "--slurm", "--json", "s.json"}, "--json goes with the merge"},
+	} {
+		err := runBench(context.Background(), tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	args, rest := splitDashDash([]string{"holb", "--slurm", "--", "--time=1", "--", "x"})
+	if strings.Join(args, " ") != "holb --slurm" || strings.Join(rest, " ") != "--time=1 -- x" {
+		t.Errorf("splitDashDash: %q %q", args, rest)
+	}
+}
