@@ -66,13 +66,18 @@ type Client struct {
 	Cache *estimate.Cache
 	// PingInterval is the HTTP/2 PING period per path; default 100 ms.
 	PingInterval time.Duration
-	// PathTimeout is the floor of the path-down timeout: a path is down
-	// once its PING is unanswered and no frame at all has arrived for
-	// max(PathTimeout, 4 x its smoothed PING RTT), so a path still
-	// delivering DATA is never taken down for a late PING ACK. It also
+	// PathTimeout is the floor of the silence timeout: a path is suspended
+	// (its ranges move to the other paths) once its PING is unanswered and
+	// no frame at all has arrived for max(PathTimeout, 4 x its smoothed PING
+	// RTT), so a path still delivering DATA is never suspended for a late
+	// PING ACK; it comes back as soon as it answers or delivers. It also
 	// bounds the h2c probe when dialing. Default 3 s.
 	PathTimeout time.Duration
 	DialTimeout time.Duration // default 15 s
+	// StallTimeout fails a download when no path has delivered a byte for
+	// this long; a path's outage alone never does (default 2 minutes, about
+	// what TCP's retransmissions take before they give up on a first try).
+	StallTimeout time.Duration
 
 	mu    sync.Mutex
 	conns map[connKey]*pathConn
@@ -127,8 +132,25 @@ type PathResult struct {
 	RTT       time.Duration // application-layer RTT estimate at the end
 	FirstData time.Duration // since the start; 0 if none
 	LastData  time.Duration
-	Down      bool
-	Err       string
+	// Down: the path's connection failed (for the rest of the download);
+	// Err says why, or why it was last suspended.
+	Down bool
+	Err  string
+	// Suspensions counts the times the path went silent (an outage: PING
+	// unanswered and no frame for its timeout) and was taken out of the
+	// schedule until it answered again; Suspended is how long in all.
+	Suspensions int
+	Suspended   time.Duration
+}
+
+// DefaultStallTimeout is StallTimeout's default.
+const DefaultStallTimeout = 2 * time.Minute
+
+func (c *Client) stallTimeout() time.Duration {
+	if c.StallTimeout > 0 {
+		return c.StallTimeout
+	}
+	return DefaultStallTimeout
 }
 
 // Close closes every connection.

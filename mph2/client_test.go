@@ -52,6 +52,24 @@ func (m *memFile) check(t *testing.T) {
 	}
 }
 
+// checkWritten fails unless every byte written (a failed download's part)
+// was written once and is the generated object's.
+func (m *memFile) checkWritten(t *testing.T) {
+	t.Helper()
+	for i, w := range m.writes {
+		if w > 1 {
+			t.Fatalf("byte %d written %d times", i, w)
+		}
+		if w == 1 {
+			var want [1]byte
+			content.GenAt(want[:], int64(i))
+			if m.b[i] != want[0] {
+				t.Fatalf("byte %d is %#x, want %#x", i, m.b[i], want[0])
+			}
+		}
+	}
+}
+
 // startServer serves h (default: shunt's content handler) on loopback with
 // h2c and HTTP/1.1, returning its base URL.
 func startServer(t *testing.T, h http.Handler) string {

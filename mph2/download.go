@@ -25,7 +25,9 @@ const (
 	evData
 	evEnd      // the stream's body ended (err nil) or failed
 	evRTT      // a PING sample
-	evPathDown // the path's connection failed or its PING timed out
+	evPathDown // the path's connection failed
+	evSuspend  // the path went silent: PING unanswered, no frame, for its timeout
+	evResume   // a silent path answered or delivered again
 )
 
 // event is what the helper goroutines report to the owner.
@@ -82,10 +84,16 @@ type download struct {
 	streams map[multipath.StreamID]*stream
 	down    []bool
 	errs    []string
-	ignored bool
-	written int64
-	told    bool // OnResponse called
-	done    bool
+	// Suspensions per path: how many, since when the current one runs, and
+	// how long the ended ones lasted.
+	suspensions []int
+	suspendedAt []time.Time
+	suspended   []time.Duration
+	progress    time.Time // the last time any path delivered body bytes
+	ignored     bool
+	written     int64
+	told        bool // OnResponse called
+	done        bool
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -96,7 +104,8 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 		events:  make(chan event, 64),
 		streams: make(map[multipath.StreamID]*stream),
 		conns:   make([]*pathConn, n), data0: make([]int64, n), body: make([]int64, n),
-		down: make([]bool, n), errs: make([]string, n)}
+		down: make([]bool, n), errs: make([]string, n),
+		suspensions: make([]int, n), suspendedAt: make([]time.Time, n), suspended: make([]time.Duration, n), progress: start}
 	d.ctx, d.stopC = context.WithCancel(ctx)
 	return d
 }
@@ -138,10 +147,20 @@ func (d *download) run() (*Result, error) {
 	if err := d.exec(acts, nil); err != nil {
 		return d.result(), err
 	}
+	// The download fails only when no path has delivered a byte for the
+	// stall timeout: outages of a path, or of all of them, are waited out.
+	stall := time.NewTimer(d.c.stallTimeout())
+	defer stall.Stop()
 	for !d.done {
 		var ev event
 		select {
 		case ev = <-d.events:
+		case <-stall.C:
+			if idle := time.Since(d.progress); idle < d.c.stallTimeout() {
+				stall.Reset(d.c.stallTimeout() - idle)
+				continue
+			}
+			return d.result(), fmt.Errorf("mph2: GET %s: no path delivered data for %v (%d of %d bytes)", d.u, d.c.stallTimeout(), d.written, d.s.Size())
 		case <-d.ctx.Done():
 			return d.result(), fmt.Errorf("mph2: GET %s: %w", d.u, d.ctx.Err())
 		}
@@ -167,6 +186,10 @@ func (d *download) handle(ev event) error {
 		return d.exec(d.s.OnRTT(now, multipath.PathID(ev.path), ev.rtt), nil)
 	case evPathDown:
 		return d.pathDown(now, ev.path, ev.err)
+	case evSuspend:
+		return d.suspend(now, ev.path, ev.err)
+	case evResume:
+		return d.resume(now, ev.path)
 	}
 	st := d.streams[ev.stream]
 	if st == nil {
@@ -182,6 +205,10 @@ func (d *download) handle(ev event) error {
 		return d.onHeaders(now, st, ev)
 	case evData:
 		defer bufPool.Put(ev.buf)
+		if err := d.resume(now, st.path); err != nil {
+			return err
+		}
+		d.progress = now
 		d.body[st.path] += int64(ev.n)
 		st.recv += int64(ev.n)
 		if err := d.exec(d.s.OnData(now, st.id, int64(ev.n)), (*ev.buf)[:ev.n]); err != nil {
@@ -248,6 +275,38 @@ func (d *download) pathDown(now time.Time, p int, cause error) error {
 	acts, err := d.s.OnPathDown(now, multipath.PathID(p))
 	if err != nil {
 		return fmt.Errorf("%w (path %s: %v)", err, d.pathName(p), cause)
+	}
+	return d.exec(acts, nil)
+}
+
+// suspend takes silent path p out of the schedule (its ranges go to the
+// paths that are up) and keeps its connection, so it can come back.
+func (d *download) suspend(now time.Time, p int, cause error) error {
+	if d.down[p] || !d.suspendedAt[p].IsZero() {
+		return nil
+	}
+	d.suspensions[p]++
+	d.suspendedAt[p] = now
+	if cause != nil {
+		d.errs[p] = cause.Error()
+	}
+	acts, err := d.s.OnPathSuspend(now, multipath.PathID(p))
+	if err != nil {
+		return err
+	}
+	return d.exec(acts, nil)
+}
+
+// resume re-admits path p if it was suspended.
+func (d *download) resume(now time.Time, p int) error {
+	if d.suspendedAt[p].IsZero() {
+		return nil
+	}
+	d.suspended[p] += now.Sub(d.suspendedAt[p])
+	d.suspendedAt[p] = time.Time{}
+	acts, err := d.s.OnPathResume(now, multipath.PathID(p))
+	if err != nil {
+		return err
 	}
 	return d.exec(acts, nil)
 }
@@ -471,6 +530,7 @@ func (d *download) watchPath(p int) {
 		err error
 	}
 	pongs := make(chan pong, 1) // one PING at a time: its sender never blocks
+	var silentSince time.Time   // zero: the path is not silent
 	for {
 		select {
 		case <-d.ctx.Done():
@@ -486,11 +546,26 @@ func (d *download) watchPath(p int) {
 				return
 			}
 			live.answered(pg.rtt)
+			if !silentSince.IsZero() {
+				silentSince = time.Time{}
+				if !d.send(event{kind: evResume, path: p}) {
+					return
+				}
+			}
 			if !d.send(event{kind: evRTT, path: p, rtt: pg.rtt}) {
 				return
 			}
 		case now := <-t.C:
 			switch {
+			case !silentSince.IsZero():
+				// Any frame since it went silent (DATA the owner has not
+				// counted yet, a WINDOW_UPDATE) brings the path back.
+				if pc.lastFrame().After(silentSince) {
+					silentSince = time.Time{}
+					if !d.send(event{kind: evResume, path: p}) {
+						return
+					}
+				}
 			case live.pingSent.IsZero():
 				live.sent(now)
 				d.wg.Add(1)
@@ -499,9 +574,11 @@ func (d *download) watchPath(p int) {
 					rtt, err := conn.Ping(d.ctx) // ends with the download or the connection
 					pongs <- pong{rtt, err}
 				}()
-			case live.down(now, pc.lastFrame()):
-				d.send(event{kind: evPathDown, path: p, err: fmt.Errorf("%w for %v", errPathTimeout, live.timeout())})
-				return
+			case live.silent(now, pc.lastFrame()):
+				silentSince = now
+				if !d.send(event{kind: evSuspend, path: p, err: fmt.Errorf("%w for %v", errPathTimeout, live.timeout())}) {
+					return
+				}
 			}
 		}
 	}
@@ -546,7 +623,11 @@ func (d *download) result() *Result {
 		st := d.s.Stats(multipath.PathID(i))
 		e := d.s.Estimate(now, multipath.PathID(i))
 		pr := PathResult{Name: d.pathName(i), Requests: st.Requests, Delivered: st.Delivered,
-			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i]}
+			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i],
+			Suspensions: d.suspensions[i], Suspended: d.suspended[i]}
+		if !d.suspendedAt[i].IsZero() {
+			pr.Suspended += now.Sub(d.suspendedAt[i])
+		}
 		pc := d.conns[i]
 		select {
 		case <-pc.ready:

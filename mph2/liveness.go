@@ -6,7 +6,7 @@ import (
 	"github.com/shunt-net/shunt/estimate"
 )
 
-// Defaults of the path-down rule (liveness).
+// Defaults of the silence rule (liveness).
 const (
 	defaultPathTimeout = 3 * time.Second
 	// pathTimeoutRTTs is k in max(floor, k x smoothed RTT): a PING ACK queues
@@ -17,10 +17,10 @@ const (
 	rttSamples      = 5 // as the scheduler's estimator (MP-H2 §3.4.1)
 )
 
-// liveness decides when a path is down: its PING has been unanswered and
-// no frame at all has arrived, both for max(floor, k x smoothed RTT). A path
-// still delivering DATA is slow, not down, however late its PING ACK. It
-// reads no clock: the caller passes the times.
+// liveness decides when a path is silent, to be suspended: its PING has
+// been unanswered and no frame at all has arrived, both for max(floor, k x
+// smoothed RTT). A path still delivering DATA is slow, not silent, however
+// late its PING ACK. It reads no clock: the caller passes the times.
 type liveness struct {
 	floor    time.Duration
 	k        float64
@@ -52,9 +52,9 @@ func (l *liveness) timeout() time.Duration {
 	return t
 }
 
-// down reports whether the path is down at now, given when its last frame
-// (of any type) arrived; the zero time means none has.
-func (l *liveness) down(now, lastFrame time.Time) bool {
+// silent reports whether the path is silent at now, given when its last
+// frame (of any type) arrived; the zero time means none has.
+func (l *liveness) silent(now, lastFrame time.Time) bool {
 	if l.pingSent.IsZero() {
 		return false
 	}

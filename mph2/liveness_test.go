@@ -68,7 +68,7 @@ func TestLiveness(t *testing.T) {
 				t.Errorf("timeout %v, want %v", got, tc.timeout)
 			}
 			for _, s := range tc.steps {
-				if got := l.down(at(s.check), s.lastFrame); got != s.want {
+				if got := l.silent(at(s.check), s.lastFrame); got != s.want {
 					t.Errorf("down at %d ms (last frame %v) = %v, want %v", s.check, s.lastFrame.Sub(t0), got, s.want)
 				}
 			}
@@ -82,11 +82,11 @@ func TestLivenessAnswerClears(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	l := newLiveness(time.Second)
 	l.sent(t0)
-	if !l.down(t0.Add(time.Second), time.Time{}) {
+	if !l.silent(t0.Add(time.Second), time.Time{}) {
 		t.Fatal("unanswered PING for the floor with no frame: want down")
 	}
 	l.answered(40 * time.Millisecond)
-	if l.down(t0.Add(time.Hour), time.Time{}) {
+	if l.silent(t0.Add(time.Hour), time.Time{}) {
 		t.Fatal("no PING outstanding: want up")
 	}
 }

@@ -2,13 +2,16 @@ package mph2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,39 +146,133 @@ func TestTwoPathServers(t *testing.T) {
 	}
 }
 
-func TestTwoPathLinkDown(t *testing.T) {
+// outage makes path name (the client's path i) lose every packet, both
+// ways, once it has delivered after bytes, and (back > 0) restores its link
+// back later. The connection stays open: this is an outage, not a reset.
+func outage(t *testing.T, n *testbed.Net, name string, i int, after int64, back time.Duration) (Options, chan error) {
+	t.Helper()
+	up, err := n.LinkConfig(name, testbed.Up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := n.LinkConfig(name, testbed.Down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	cut := make(chan error, 2)
+	set := func(u, d netem.LinkConfig) error {
+		return errors.Join(n.SetLink(name, testbed.Down, d), n.SetLink(name, testbed.Up, u))
+	}
+	return Options{Progress: func(p int, delivered int64) {
+		if p == i && delivered >= after {
+			once.Do(func() {
+				dead := func(l netem.LinkConfig) netem.LinkConfig { l.Loss = netem.Bernoulli(1); return l }
+				cut <- set(dead(up), dead(down))
+				if back > 0 {
+					time.AfterFunc(back, func() { cut <- set(up, down) })
+				}
+			})
+		}
+	}}, cut
+}
+
+// cuts waits for the outage's n link changes, failing if one never came.
+func cuts(t *testing.T, cut chan error, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-cut:
+			if err != nil {
+				t.Fatalf("SetLink: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the outage never happened: the path did not deliver enough first")
+		}
+	}
+}
+
+// A path that dies mid-download is suspended, its ranges finish on the
+// other, and the download completes, every byte checked.
+func TestTwoPathLinkDies(t *testing.T) {
 	n := newTwoPath(t)
 	base := serveShunt(t, n, genHandler(t), 8090)
 	c := &Client{Paths: clientPaths(n), PathTimeout: time.Second}
 	defer c.Close()
-	var once sync.Once
-	cut := make(chan error, 1)
-	o := Options{Progress: func(p int, delivered int64) {
-		if p == 1 && delivered >= 300<<10 {
-			once.Do(func() {
-				// The cell link loses everything from now on, both ways.
-				dead := netem.LinkConfig{RateBps: 5e6, Delay: 32 * time.Millisecond, Loss: netem.Bernoulli(1)}
-				err := n.SetLink("cell", testbed.Down, dead)
-				if err == nil {
-					err = n.SetLink("cell", testbed.Up, dead)
-				}
-				cut <- err
-			})
-		}
-	}}
+	o, cut := outage(t, n, "cell", 1, 300<<10, 0)
 	res, _ := fetchAll(t, c, base+"/gen/4MB", tbSize, o)
-	select {
-	case err := <-cut:
-		if err != nil {
-			t.Fatalf("SetLink: %v", err)
+	cuts(t, cut, 1)
+	cell, wifi := res.Paths[1], res.Paths[0]
+	if cell.Suspensions != 1 || cell.Down || wifi.Suspensions != 0 || wifi.Down {
+		t.Fatalf("want cell suspended once and wifi untouched: %+v", res.Paths)
+	}
+	t.Logf("cell silent after %d B (%s); finished on wifi in %v", cell.Delivered, cell.Err, res.Total)
+}
+
+// A path that comes back after an outage is re-admitted and delivers
+// again; the download completes, every byte checked.
+func TestTwoPathLinkComesBack(t *testing.T) {
+	n := newTwoPath(t)
+	base := serveShunt(t, n, genHandler(t), 8091)
+	c := &Client{Paths: clientPaths(n), PathTimeout: 500 * time.Millisecond}
+	defer c.Close()
+	o, cut := outage(t, n, "cell", 1, 100<<10, 1500*time.Millisecond)
+	var atCut, afterBack atomic.Int64
+	progress := o.Progress
+	o.Progress = func(p int, delivered int64) {
+		progress(p, delivered)
+		if p == 1 {
+			if atCut.Load() == 0 {
+				atCut.Store(delivered)
+			}
+			afterBack.Store(delivered)
 		}
-	default:
-		t.Fatalf("the cell path never delivered 300 KiB: %+v", res.Paths)
 	}
-	if !res.Paths[1].Down || res.Paths[0].Down {
-		t.Fatalf("want cell down and wifi up: %+v", res.Paths)
+	res, _ := fetchAll(t, c, base+"/gen/16MB", 16e6, o)
+	cuts(t, cut, 2)
+	cell := res.Paths[1]
+	if cell.Suspensions < 1 || cell.Suspended <= 0 || cell.Down {
+		t.Fatalf("want cell suspended and back: %+v", res.Paths)
 	}
-	t.Logf("cell down after %d B (%s); finished on wifi in %v", res.Paths[1].Delivered, res.Paths[1].Err, res.Total)
+	if cell.Delivered <= 100<<10+(1<<20) {
+		t.Errorf("cell delivered %d bytes in all: it took no new work after it came back", cell.Delivered)
+	}
+	t.Logf("cell silent %v in %d suspension(s), delivered %d B; total %v", cell.Suspended, cell.Suspensions, cell.Delivered, res.Total)
+}
+
+// The only path goes silent for longer than its silence timeout and comes
+// back: the download waits it out, as a plain TCP download would, instead
+// of failing.
+func TestSinglePathOutageWaitedOut(t *testing.T) {
+	n := newTwoPath(t)
+	base := serveShunt(t, n, genHandler(t), 8092)
+	c := &Client{Paths: clientPaths(n)[1:], PathTimeout: 500 * time.Millisecond}
+	defer c.Close()
+	o, cut := outage(t, n, "cell", 0, 200<<10, 3*time.Second)
+	res, _ := fetchAll(t, c, base+"/gen/2MB", 2e6, o)
+	cuts(t, cut, 2)
+	if p := res.Paths[0]; p.Suspensions < 1 || p.Down || res.Total < 3*time.Second {
+		t.Fatalf("want the path suspended and the download done after the outage: %v, %+v", res.Total, res.Paths)
+	}
+}
+
+// A stall longer than StallTimeout on every path fails the download with
+// an error saying so; nothing unverified is written.
+func TestStallTimeoutFails(t *testing.T) {
+	n := newTwoPath(t)
+	base := serveShunt(t, n, genHandler(t), 8093)
+	c := &Client{Paths: clientPaths(n)[1:], PathTimeout: 300 * time.Millisecond, StallTimeout: 2 * time.Second}
+	defer c.Close()
+	o, cut := outage(t, n, "cell", 0, 200<<10, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newMemFile(2e6)
+	_, err := c.Download(ctx, base+"/gen/2MB", f, o)
+	cuts(t, cut, 1)
+	if err == nil || !strings.Contains(err.Error(), "no path delivered data for 2s") {
+		t.Fatalf("Download during a permanent outage: %v", err)
+	}
+	f.checkWritten(t)
 }
 
 func TestTwoPathRangesRefused(t *testing.T) {

@@ -187,6 +187,7 @@ type Scheduler struct {
 
 type path struct {
 	up        bool
+	suspended bool // silent for now (OnPathSuspend): no new work, back on OnPathResume
 	bw        *estimate.Bandwidth
 	rtt       *estimate.RTT
 	respDelay time.Duration // request to response headers, last seen
@@ -508,24 +509,101 @@ func (s *Scheduler) OnPathDown(now time.Time, p PathID) ([]Action, error) {
 	if p < 0 || int(p) >= len(s.paths) {
 		return nil, fmt.Errorf("multipath: path %d down: no such path (have %d)", p, len(s.paths))
 	}
-	if s.done || !s.paths[p].up {
+	if s.done || !s.paths[p].up && !s.paths[p].suspended {
 		return nil, nil
 	}
-	s.paths[p].up = false
-	for i := 0; i < len(s.live); {
-		if st := s.live[i]; st.path == p {
-			s.orphan(st)
-			s.close(st, false)
-			continue
-		}
-		i++
-	}
-	if len(s.upPaths()) == 0 {
+	s.paths[p].up, s.paths[p].suspended = false, false
+	s.moveStreams(p, false)
+	if len(s.upPaths()) == 0 && !s.anySuspended() {
 		return nil, fmt.Errorf("multipath: all %d paths down with %d of %d bytes delivered",
 			len(s.paths), s.delivered.total(), s.size)
 	}
 	s.schedule(now)
 	return s.out, nil
+}
+
+// OnPathSuspend takes path p out of the schedule while it is silent (an
+// outage: no answer and no data for a while, its connection still open).
+// If another path is up, p's outstanding ranges move to the others at once,
+// as for a path that is down; if none is, p keeps its streams, so a path
+// that comes back (or TCP's retransmission) picks up where it stopped and a
+// server without ranges is not asked again. Unlike OnPathDown it never
+// fails the download: waiting out an outage is the caller's to bound.
+func (s *Scheduler) OnPathSuspend(now time.Time, p PathID) ([]Action, error) {
+	s.out = s.out[:0]
+	if p < 0 || int(p) >= len(s.paths) {
+		return nil, fmt.Errorf("multipath: path %d suspended: no such path (have %d)", p, len(s.paths))
+	}
+	ps := s.paths[p]
+	if s.done || !ps.up {
+		return nil, nil
+	}
+	ps.up, ps.suspended = false, true
+	ps.finOK = false
+	if len(s.upPaths()) > 0 {
+		s.moveStreams(p, true)
+		s.schedule(now)
+	}
+	return s.out, nil
+}
+
+// OnPathResume re-admits a suspended path (data or a PING answer came on
+// it) with fresh estimates: what it measured before the outage says nothing
+// of the path after it. Streams still held by suspended paths move to the
+// paths that are up.
+func (s *Scheduler) OnPathResume(now time.Time, p PathID) ([]Action, error) {
+	s.out = s.out[:0]
+	if p < 0 || int(p) >= len(s.paths) {
+		return nil, fmt.Errorf("multipath: path %d resumed: no such path (have %d)", p, len(s.paths))
+	}
+	ps := s.paths[p]
+	if s.done || !ps.suspended {
+		return nil, nil
+	}
+	bw, err := estimate.NewBandwidth(s.cfg.Bandwidth)
+	if err != nil {
+		return nil, err
+	}
+	rtt, err := estimate.NewRTT(s.cfg.RTTSamples)
+	if err != nil {
+		return nil, err
+	}
+	ps.up, ps.suspended, ps.bw, ps.rtt, ps.finOK = true, false, bw, rtt, false
+	for q, other := range s.paths {
+		if other.suspended {
+			s.moveStreams(PathID(q), true)
+		}
+	}
+	s.schedule(now)
+	return s.out, nil
+}
+
+// Suspended reports whether path p is suspended.
+func (s *Scheduler) Suspended(p PathID) bool { return s.paths[p].suspended }
+
+// moveStreams gives path p's outstanding ranges back to the schedule: its
+// streams are closed, with a Reset when the path's connection stays open
+// (a suspended path's, so the server stops sending what another path now
+// fetches), and their undelivered bytes orphaned for the paths that are up.
+func (s *Scheduler) moveStreams(p PathID, reset bool) {
+	for i := 0; i < len(s.live); {
+		if st := s.live[i]; st.path == p {
+			s.orphan(st)
+			s.close(st, reset)
+			continue
+		}
+		i++
+	}
+}
+
+// anySuspended reports whether a path may still come back.
+func (s *Scheduler) anySuspended() bool {
+	for _, p := range s.paths {
+		if p.suspended {
+			return true
+		}
+	}
+	return false
 }
 
 // Cut makes the download end at object offset end: bytes from end on are no
@@ -849,9 +927,12 @@ func (s *Scheduler) rebalance(now time.Time) bool {
 			continue
 		}
 		bwI, ok := s.bandwidth(now, i)
-		if !ok {
+		if !ok && s.streams(i) > 0 {
 			continue
 		}
+		// An idle path with no estimate (one back from an outage, its old
+		// estimate dropped) probes: it takes a chunk as if it were as fast
+		// as the path it takes from, as the start's even split does.
 		rttI := s.rttOf(i)
 		if s.cfg.NoPipelining {
 			if s.streams(i) > 0 {
@@ -880,6 +961,9 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 	bwJ, ok := s.bandwidth(now, j)
 	if !ok {
 		return false
+	}
+	if bwI <= 0 {
+		bwI = bwJ // a probe (rebalance)
 	}
 	var x *stream
 	for _, st := range s.live {

@@ -26,6 +26,7 @@ import (
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/internal/syncio"
+	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/smig"
 )
 
@@ -160,7 +161,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.StringVar(&o.smig, "smig", "", "HTTP/2 with SMig stream migration, client `POLICY` nomig or migcp[:BYTES]")
 	fs.DurationVar(&o.timeouts.connect, "connect-timeout", 30*time.Second, "give up when connecting (TCP and TLS) takes longer than `DURATION`")
 	fs.DurationVar(&o.timeouts.response, "response-timeout", time.Minute, "give up when the response's header has not come `DURATION` after connecting")
-	fs.DurationVar(&o.timeouts.idle, "idle-timeout", time.Minute, "give up when no body byte has come for `DURATION` (MP-H2: on any path)")
+	fs.DurationVar(&o.timeouts.idle, "idle-timeout", mph2.DefaultStallTimeout, "give up when no body byte has come for `DURATION` (MP-H2: on any path; a path's outage alone is waited out)")
 	fs.StringVar(&o.json, "json", "", "append the download's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)

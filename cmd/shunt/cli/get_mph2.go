@@ -67,7 +67,7 @@ func (m *multipathOptions) check(o getOptions) error {
 // out of order), verifies it, then renames it to -o or copies it to stdout.
 func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
 	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining,
-		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}, DialTimeout: o.timeouts.connect}
+		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}, DialTimeout: o.timeouts.connect, StallTimeout: o.timeouts.idle}
 	if o.mp.endAdjust == "rst" {
 		c.EndAdjust = mph2.EndReset
 	}
@@ -123,20 +123,9 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 		}
 		defer bar.Finish()
 	}
-	// The download fails when no path has brought a byte for the idle
-	// timeout (before the first byte: connecting and the response's).
-	ctx, dog := newWatchdog(ctx)
-	defer dog.stop()
-	dog.set(o.timeouts.connect+o.timeouts.response, "no data within %v of the start (--connect-timeout + --response-timeout)")
-	progress := opts.Progress
-	opts.Progress = func(p int, delivered int64) {
-		dog.set(o.timeouts.idle, "no data on any path for %v (--idle-timeout)")
-		if progress != nil {
-			progress(p, delivered)
-		}
-	}
+	// mph2 fails the download once no path has brought a byte for
+	// --idle-timeout (StallTimeout); a path's outage alone is waited out.
 	res, err := c.Download(ctx, o.url.String(), tmp, opts)
-	err = explain(ctx, err)
 	if res != nil {
 		printPaths(gio.stderr, res)
 	}
@@ -207,8 +196,11 @@ func printPaths(w io.Writer, res *mph2.Result) {
 	fmt.Fprintln(tw, "path\tproto\trequests\tdelivered\treceived\trtt\tbandwidth\tfirst byte\tlast byte\tstate")
 	for _, p := range res.Paths {
 		state := "up"
-		if p.Down {
+		switch {
+		case p.Down:
 			state = "down: " + p.Err
+		case p.Suspensions > 0:
+			state = fmt.Sprintf("up; silent %d time(s), %.1f s in all (%s)", p.Suspensions, p.Suspended.Seconds(), p.Err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f ms\t%.2f Mbit/s\t%.1f ms\t%.1f ms\t%s\n",
 			p.Name, p.Proto, p.Requests, p.Delivered, p.Received, p.RTT.Seconds()*1000,
