@@ -18,16 +18,16 @@ type Config interface {
 // defaults, and how to start it. Kind implements Driver, so the runner's
 // table of drivers is a table of Kinds, and a command builds the same
 // configuration from flags (Flags) and calls the same Start.
-type Kind[C Config] struct {
+type Kind[C Config, S Session] struct {
 	Name    string
 	Default func() C
 	// CheckObject validates an object for a configuration (nil: any).
 	CheckObject func(C, Object) error
-	Start       func(ctx context.Context, env *Env, c C) (Session, error)
+	Start       func(ctx context.Context, env *Env, c C) (S, error)
 }
 
 // Config decodes and validates a protocol's params over the defaults.
-func (k Kind[C]) Config(params map[string]string) (C, error) {
+func (k Kind[C, S]) Config(params map[string]string) (C, error) {
 	c := k.Default()
 	if err := Decode(k.Name, params, &c); err != nil {
 		return c, err
@@ -36,7 +36,7 @@ func (k Kind[C]) Config(params map[string]string) (C, error) {
 }
 
 // Check implements Driver.
-func (k Kind[C]) Check(p Protocol, o Object) error {
+func (k Kind[C, S]) Check(p Protocol, o Object) error {
 	c, err := k.Config(p.Params)
 	if err != nil || k.CheckObject == nil {
 		return err
@@ -45,21 +45,25 @@ func (k Kind[C]) Check(p Protocol, o Object) error {
 }
 
 // StartProtocol implements Driver's Start.
-func (k Kind[C]) startProtocol(ctx context.Context, env *Env, p Protocol) (Session, error) {
+func (k Kind[C, S]) startProtocol(ctx context.Context, env *Env, p Protocol) (Session, error) {
 	c, err := k.Config(p.Params)
 	if err != nil {
 		return nil, err
 	}
-	return k.Start(ctx, env, c)
+	s, err := k.Start(ctx, env, c)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return s, nil
 }
 
 // Driver returns k as a Driver for the runner's table.
-func (k Kind[C]) Driver() Driver { return kindDriver[C]{k} }
+func (k Kind[C, S]) Driver() Driver { return kindDriver[C, S]{k} }
 
-type kindDriver[C Config] struct{ k Kind[C] }
+type kindDriver[C Config, S Session] struct{ k Kind[C, S] }
 
-func (d kindDriver[C]) Check(p Protocol, o Object) error { return d.k.Check(p, o) }
-func (d kindDriver[C]) Start(ctx context.Context, env *Env, p Protocol) (Session, error) {
+func (d kindDriver[C, S]) Check(p Protocol, o Object) error { return d.k.Check(p, o) }
+func (d kindDriver[C, S]) Start(ctx context.Context, env *Env, p Protocol) (Session, error) {
 	return d.k.startProtocol(ctx, env, p)
 }
 
@@ -67,7 +71,7 @@ func (d kindDriver[C]) Start(ctx context.Context, env *Env, p Protocol) (Session
 // line) as the protocol its record carries: the driver's name and the
 // options that differ from the defaults, so the record reads like a
 // scenario's and Decode turns it back into c.
-func (k Kind[C]) Protocol(name string, c C) Protocol {
+func (k Kind[C, S]) Protocol(name string, c C) Protocol {
 	def := k.Default()
 	return Protocol{Name: name, Driver: k.Name, Params: Encode(&c, &def)}
 }

@@ -41,13 +41,11 @@ func (c Config) Validate() error {
 }
 
 // Kind is the experiment of driver "tcp".
-var Kind = experiment.Kind[Config]{
+var Kind = experiment.Kind[Config, *Session]{
 	Name:        "tcp",
 	Default:     DefaultConfig,
 	CheckObject: func(_ Config, o experiment.Object) error { return origin.CheckSizeOnly("tcp", o) },
-	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
-		return Start(ctx, env, c)
-	},
+	Start:       Start,
 }
 
 // Start runs the byte source in the server namespace on env.Port.

@@ -101,13 +101,11 @@ func checkObject(_ Config, o experiment.Object) error {
 }
 
 // Kind is the download experiment, driver "http".
-var Kind = experiment.Kind[Config]{
+var Kind = experiment.Kind[Config, *Session]{
 	Name:        "http",
 	Default:     DefaultConfig,
 	CheckObject: checkObject,
-	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
-		return Start(ctx, env, c)
-	},
+	Start:       Start,
 }
 
 // Start writes env's objects and starts the server on env.Port.

@@ -55,13 +55,11 @@ func (c Config) Validate() error {
 }
 
 // Kind is the experiment of driver "h2load".
-var Kind = experiment.Kind[Config]{
+var Kind = experiment.Kind[Config, *Session]{
 	Name:        "h2load",
 	Default:     DefaultConfig,
 	CheckObject: func(_ Config, o experiment.Object) error { return origin.CheckSizeOnly("h2load", o) },
-	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
-		return Start(ctx, env, c)
-	},
+	Start:       Start,
 }
 
 // Session is one server under load, started once for its runs.

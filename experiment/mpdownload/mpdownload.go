@@ -105,13 +105,11 @@ func (c Config) endAdjust() mph2.EndAdjust {
 }
 
 // Kind is the experiment of driver "mph2".
-var Kind = experiment.Kind[Config]{
+var Kind = experiment.Kind[Config, *Session]{
 	Name:        "mph2",
 	Default:     DefaultConfig,
 	CheckObject: func(_ Config, o experiment.Object) error { return origin.CheckSizeOnly("mph2", o) },
-	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
-		return Start(ctx, env, c)
-	},
+	Start:       Start,
 }
 
 // Start writes env's objects and starts shunt's server in every server

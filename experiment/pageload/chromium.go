@@ -43,7 +43,7 @@ func (ChromiumConfig) Validate() error { return nil }
 // graph's download order the browser kept (Site.Edges); the run's Info
 // carries the whole load as JSON ("load", browser.Load) and the edges
 // ("edges").
-var Chromium = experiment.Kind[ChromiumConfig]{
+var Chromium = experiment.Kind[ChromiumConfig, *ChromiumSession]{
 	Name:    "chromium",
 	Default: DefaultChromiumConfig,
 	CheckObject: func(c ChromiumConfig, o experiment.Object) error {
@@ -54,9 +54,7 @@ var Chromium = experiment.Kind[ChromiumConfig]{
 		_, err = browser.Build(pg, c.Compute)
 		return err
 	},
-	Start: func(ctx context.Context, env *experiment.Env, c ChromiumConfig) (experiment.Session, error) {
-		return StartChromium(ctx, env, c)
-	},
+	Start: StartChromium,
 }
 
 // ChromiumSession loads generated sites from one server.

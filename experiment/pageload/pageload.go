@@ -117,13 +117,11 @@ func (c Config) serverSMig() *smig.Server {
 
 // Replay is the experiment of driver "replay". Objects are pages by name: a
 // Table IV page ("google", "mediafire") or a graph or HAR file.
-var Replay = experiment.Kind[Config]{
+var Replay = experiment.Kind[Config, *Session]{
 	Name:        "replay",
 	Default:     DefaultConfig,
 	CheckObject: func(_ Config, o experiment.Object) error { _, err := LoadPage(o); return err },
-	Start: func(ctx context.Context, env *experiment.Env, c Config) (experiment.Session, error) {
-		return Start(ctx, env, c)
-	},
+	Start:       Start,
 }
 
 // LoadPage loads the page an object names.
