@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -126,17 +127,18 @@ func CheckRTT(ctx context.Context) (CheckResult, error) {
 	return r, nil
 }
 
-// CheckRate measures one cubic flow's goodput (server to client) over a link of
-// rateBps with 10 ms of delay each way and a drop-tail queue of two
-// bandwidth-delay products, after a 1 s warm-up. The target is within 5% of
-// the rate. (The default 1000-packet queue holds 1.2 s at 10 Mbit/s: cubic
+// CheckRate measures what a link of rateBps (10 ms of delay each way, a
+// drop-tail queue of two bandwidth-delay products) delivers to the client
+// under one cubic flow, after a 1 s warm-up: the median of three seconds of
+// IP bytes must be within 1.5% of the rate (95% goodput at the payload
+// ceiling); the goodput is reported beside it. (The default 1000-packet queue holds 1.2 s at 10 Mbit/s: cubic
 // fills it, and its loss recovery at that RTT makes a 3 s window a lottery.)
 func CheckRate(ctx context.Context, rateBps float64) (CheckResult, error) {
 	const delay = 10 * time.Millisecond
 	bdp := rateBps / 8 * (2 * delay).Seconds() / MTU
 	link := netem.LinkConfig{Delay: delay, RateBps: rateBps, Queue: netem.QueueConfig{Packets: int(math.Ceil(2 * bdp))}}
-	r := CheckResult{Name: fmt.Sprintf("rate%g", rateBps/1e6), Config: link.String() + " each way, goodput of 1 cubic flow over 3 s after 1 s", Unit: "Mbit/s",
-		Target: fmt.Sprintf(">= %.2f Mbit/s (95%%)", rateBps*0.95/1e6)}
+	r := CheckResult{Name: fmt.Sprintf("rate%g", rateBps/1e6), Config: link.String() + " each way, 1 cubic flow: IP bytes delivered, median of three 1 s windows after 1 s", Unit: "Mbit/s",
+		Target: fmt.Sprintf(">= %.2f Mbit/s (98.5%%: 95%% goodput at the payload ceiling)", rateBps*0.985/1e6)}
 	n, err := NewSingle(ctx, PathSpec{Up: link, Down: link}, Options{})
 	if err != nil {
 		return r, err
@@ -147,8 +149,12 @@ func CheckRate(ctx context.Context, rateBps float64) (CheckResult, error) {
 		return r, err
 	}
 	b.fill(&r)
-	r.Pass = b.bps >= 0.95*rateBps && b.bps <= 1.01*rateBps
-	r.Detail = "wire-level ceiling is 96.5% of the rate (1448 payload bytes per 1500-byte packet)"
+	// The median: a rate the link holds, which one descheduled moment of a
+	// shared CI machine does not move; every window is printed.
+	med := median(b.wire)
+	r.Measured = med / 1e6
+	r.Pass = med >= 0.985*rateBps && med <= 1.01*rateBps
+	r.Detail = fmt.Sprintf("windows %s Mbit/s; goodput %.3f Mbit/s (%.1f%% of the rate, whose payload ceiling is 96.5%%: 1448 bytes per 1500-byte packet)", formatMbps(b.wire), b.bps/1e6, 100*b.bps/rateBps)
 	return r, nil
 }
 
@@ -275,6 +281,7 @@ func CheckMPTCP(ctx context.Context) (CheckResult, error) {
 
 type bulkResult struct {
 	bps      float64
+	wire     []float64 // IP bytes the link delivered in each second of the window, bit/s
 	window   time.Duration
 	cpu      time.Duration
 	sock     SockOpts
@@ -351,11 +358,21 @@ func download(ctx context.Context, n *Net, p Path, o SockOpts, warm, dur time.Du
 	if err := sleepCtx(ctx, warm); err != nil {
 		return res, err
 	}
+	// What the link delivered to the client's side, per second: the
+	// emulator's own rate, free of the receiving goroutine's read jitter,
+	// and one stall of a busy machine's scheduler shows as one slow window.
+	wire := func() uint64 { st, _ := n.Stats(p.Name, Down); return st.WrittenBytes }
 	b0, t0, cpu0 := got.Load(), time.Now(), n.EmulatorCPU()
-	if err := sleepCtx(ctx, dur); err != nil {
-		return res, err
+	ww, tw := wire(), t0
+	for left := dur; left > 0; left -= time.Second {
+		if err := sleepCtx(ctx, min(left, time.Second)); err != nil {
+			return res, err
+		}
+		w, t := wire(), time.Now()
+		res.wire = append(res.wire, float64(w-ww)*8/t.Sub(tw).Seconds())
+		ww, tw = w, t
 	}
-	b1, t1, cpu1 := got.Load(), time.Now(), n.EmulatorCPU()
+	b1, t1, cpu1 := got.Load(), tw, n.EmulatorCPU()
 	if o.MPTCP {
 		res.subflows = mptcpSubflows(c)
 	}
@@ -410,4 +427,23 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func formatMbps(bps []float64) string {
+	f := make([]string, len(bps))
+	for i, b := range bps {
+		f[i] = fmt.Sprintf("%.3f", b/1e6)
+	}
+	return strings.Join(f, " ")
 }
