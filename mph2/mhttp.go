@@ -48,9 +48,9 @@ func (m *MHTTP) Close() {
 	}
 }
 
-// pathURL is u as path i requests it: its host mapped by the path.
-func (m *MHTTP) pathURL(ctx context.Context, i int, u *url.URL) (string, error) {
-	t, err := m.Paths[i].target(ctx, h2.HostPort(u.Host, u.Scheme))
+// pathURL is u as path p requests it: its host mapped by the path.
+func pathURL(ctx context.Context, p Path, u *url.URL) (string, error) {
+	t, err := p.target(ctx, h2.HostPort(u.Host, u.Scheme))
 	if err != nil {
 		return "", err
 	}
@@ -62,17 +62,21 @@ func (m *MHTTP) pathURL(ctx context.Context, i int, u *url.URL) (string, error) 
 // Warm opens every path's connection with a whole GET of rawURL (a small
 // object), so a download that follows runs on persistent connections.
 func (m *MHTTP) Warm(ctx context.Context, rawURL string) error {
+	return warm(ctx, m.Paths, m.transports(), rawURL)
+}
+
+func warm(ctx context.Context, paths []Path, trs []*h2.Transport, rawURL string) error {
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return err
 	}
-	for i, tr := range m.transports() {
-		pu, err := m.pathURL(ctx, i, u)
+	for i, tr := range trs {
+		pu, err := pathURL(ctx, paths[i], u)
 		if err == nil {
 			_, _, err = getRange(ctx, tr, pu, -1, -1, io.Discard)
 		}
 		if err != nil {
-			return fmt.Errorf("warm-up on path %s: %w", m.Paths[i].Label(i), err)
+			return fmt.Errorf("warm-up on path %s: %w", paths[i].Label(i), err)
 		}
 	}
 	return nil
@@ -87,44 +91,54 @@ func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Re
 	if m.Chunk <= 0 {
 		return nil, fmt.Errorf("mhttp: chunk size %d: want a positive size", m.Chunk)
 	}
+	return chunked(ctx, "mhttp", m.Paths, m.transports(), rawURL, w, func(int) int64 { return m.Chunk }, nil)
+}
+
+// chunked is the download loop mHTTP and MSPlayer share: every path claims
+// the next unclaimed chunk of size(path) bytes as soon as its previous one is
+// complete (no pipelining) and reports each completed chunk to done. The
+// size comes from the first response's Content-Range; until then each path
+// claims chunks blindly, and a chunk past the end is answered 416.
+func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport, rawURL string, w io.WriterAt,
+	size func(p int) int64, done func(p int, n int64, d time.Duration)) (*Result, error) {
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	trs := m.transports()
 	var (
 		mu    sync.Mutex
 		next  int64
 		total = int64(-1)
 		res   = &Result{Paths: make([]PathResult, len(trs))}
 	)
-	claim := func() (int64, bool) {
+	claim := func(p int) (a, b int64, ok bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if total >= 0 && next >= total {
-			return 0, false
+			return 0, 0, false
 		}
-		a := next
-		next += m.Chunk
-		return a, true
+		a = next
+		next += max(size(p), 1)
+		return a, next, true
 	}
 	start := time.Now()
 	errs := make(chan error, len(trs))
 	for i, tr := range trs {
-		res.Paths[i].Name, res.Paths[i].Proto = m.Paths[i].Label(i), "h2"
+		res.Paths[i].Name, res.Paths[i].Proto = paths[i].Label(i), "h2"
 		go func() {
-			pu, err := m.pathURL(ctx, i, u)
+			pu, err := pathURL(ctx, paths[i], u)
 			if err != nil {
 				errs <- err
 				return
 			}
 			for {
-				a, ok := claim()
+				a, b, ok := claim(i)
 				if !ok {
 					errs <- nil
 					return
 				}
-				obj, n, err := getRange(ctx, tr, pu, a, a+m.Chunk, &offsetWriter{w: w, off: a})
+				t0 := time.Now()
+				obj, n, err := getRange(ctx, tr, pu, a, b, &offsetWriter{w: w, off: a})
 				if errors.Is(err, errBeyondEnd) {
 					errs <- nil
 					return
@@ -141,6 +155,9 @@ func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Re
 				res.Paths[i].Received += n
 				res.Paths[i].Requests++
 				res.Size += n
+				if done != nil {
+					done(i, n, time.Since(t0))
+				}
 				mu.Unlock()
 			}
 		}()
@@ -154,7 +171,7 @@ func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Re
 		return res, err
 	}
 	if res.Size != total {
-		return res, fmt.Errorf("mhttp: %d bytes received, want %d", res.Size, total)
+		return res, fmt.Errorf("%s: %d bytes received, want %d", name, res.Size, total)
 	}
 	return res, nil
 }

@@ -1,0 +1,158 @@
+package dash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock moves only when the fetcher or the player's Sleep moves it.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.t }
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.t = c.t.Add(d)
+	return nil
+}
+
+// rateFetcher "downloads" a segment of Size bytes at rate bit/s on the fake
+// clock, or fails the segments listed in fail.
+type rateFetcher struct {
+	c     *fakeClock
+	rate  func(now time.Time) float64
+	fail  map[string]error
+	short map[string]int64 // bytes returned instead of the segment's size
+	log   []time.Time
+}
+
+func (f *rateFetcher) Fetch(_ context.Context, s Segment) ([]byte, error) {
+	if err := f.fail[s.URL]; err != nil {
+		return nil, err
+	}
+	f.log = append(f.log, f.c.t)
+	f.c.t = f.c.t.Add(time.Duration(float64(s.Size*8) / f.rate(f.c.t) * float64(time.Second)))
+	if n, ok := f.short[s.URL]; ok {
+		return make([]byte, n), nil
+	}
+	return make([]byte, s.Size), nil
+}
+
+// fixed always chooses one rung.
+type fixed int
+
+func (f fixed) Choose(State) int           { return int(f) }
+func (fixed) Observe(int64, time.Duration) {}
+
+// testManifest has n segments of d at each bitrate, sized to the bitrate.
+func testManifest(n int, d time.Duration, rates ...int64) *Manifest {
+	m := &Manifest{Duration: time.Duration(n) * d, SegmentDuration: d}
+	for i, r := range rates {
+		rep := Rep{ID: fmt.Sprint(i), Bandwidth: r}
+		for k := range n {
+			rep.Segments = append(rep.Segments, Segment{URL: fmt.Sprintf("r%d/s%d", i, k), Size: int64(float64(r) * d.Seconds() / 8)})
+		}
+		m.Reps = append(m.Reps, rep)
+	}
+	return m
+}
+
+func play(t *testing.T, p *Player) *Result {
+	t.Helper()
+	res, err := p.Play(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A link at 3/4 of the video's bitrate: each 6 s segment takes 8 s, so the
+// buffer runs dry 2 s before each next segment arrives.
+func TestPlayerStalls(t *testing.T) {
+	c := &fakeClock{t: time.Unix(0, 0)}
+	p := &Player{Manifest: testManifest(3, 6*time.Second, 1e6), ABR: fixed(0), Clock: c,
+		Fetcher: &rateFetcher{c: c, rate: func(time.Time) float64 { return 0.75e6 }}}
+	res := play(t, p)
+	if res.Startup != 8*time.Second {
+		t.Fatalf("startup %v, want 8 s", res.Startup)
+	}
+	want := []Stall{{14 * time.Second, 2 * time.Second}, {22 * time.Second, 2 * time.Second}}
+	if fmt.Sprint(res.Stalls) != fmt.Sprint(want) {
+		t.Fatalf("stalls %v, want %v", res.Stalls, want)
+	}
+	if r := res.RebufferRatio(); r != 4.0/18 {
+		t.Fatalf("rebuffering ratio %v, want 4/18", r)
+	}
+	if res.AvgBitrate() != 1e6 || res.Switches != 0 || len(res.Segments) != 3 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// A fast link fills the buffer to its 50 s cap, then fetches a segment
+// every segment duration; Exo climbs the ladder once 10 s are buffered.
+func TestPlayerBufferCapAndSwitches(t *testing.T) {
+	c := &fakeClock{t: time.Unix(0, 0)}
+	f := &rateFetcher{c: c, rate: func(time.Time) float64 { return 100e6 }}
+	p := &Player{Manifest: testManifest(30, 6*time.Second, ladder...), ABR: NewExo(), Clock: c, Fetcher: f}
+	res := play(t, p)
+	if len(res.Stalls) != 0 {
+		t.Fatalf("stalls %v on a fast link", res.Stalls)
+	}
+	if got := res.Segments[len(res.Segments)-1].Rep; got != len(ladder)-1 {
+		t.Fatalf("last segment at rung %d, want the top", got)
+	}
+	if res.Segments[0].Rep != 2 || res.Switches == 0 {
+		t.Fatalf("first rung %d, %d switches", res.Segments[0].Rep, res.Switches)
+	}
+	// Once the buffer is capped, fetches start 6 s apart.
+	for i := 20; i < 29; i++ {
+		if d := res.Segments[i+1].Start - res.Segments[i].Start; d != 6*time.Second {
+			t.Fatalf("segments %d and %d start %v apart, want 6 s", i, i+1, d)
+		}
+		if res.Segments[i].Buffer > 50*time.Second {
+			t.Fatalf("segment %d: %v buffered, above the 50 s cap", i, res.Segments[i].Buffer)
+		}
+	}
+}
+
+// A segment that cannot be fetched, or arrives with the wrong size or
+// content, ends the playback with an error naming it: no segment is skipped.
+func TestPlayerBadSegment(t *testing.T) {
+	m := testManifest(4, 6*time.Second, 1e6)
+	for _, tc := range []struct {
+		name   string
+		fail   error
+		size   int64
+		verify func(Segment, []byte) error
+		want   string
+	}{
+		{"missing", errors.New("status 404 Not Found"), 0, nil, "segment 2 of representation 0 (r0/s2): status 404"},
+		{"size", nil, 10, nil, "(r0/s2): 10 bytes, the manifest says 750000"},
+		{"content", nil, 0, func(s Segment, _ []byte) error {
+			if s.URL == "r0/s2" {
+				return errors.New("sha256 mismatch")
+			}
+			return nil
+		}, "(r0/s2): sha256 mismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := *m
+			m.Reps = []Rep{{ID: "0", Bandwidth: 1e6, Segments: append([]Segment(nil), m.Reps[0].Segments...)}}
+			f := &rateFetcher{rate: func(time.Time) float64 { return 10e6 }, fail: map[string]error{"r0/s2": tc.fail}}
+			if tc.size > 0 {
+				f.short = map[string]int64{"r0/s2": tc.size}
+			}
+			c := &fakeClock{t: time.Unix(0, 0)}
+			f.c = c
+			res, err := (&Player{Manifest: &m, ABR: fixed(0), Clock: c, Fetcher: f, Verify: tc.verify}).Play(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if len(res.Segments) != 2 {
+				t.Fatalf("%d segments played, want the 2 before the bad one", len(res.Segments))
+			}
+		})
+	}
+}
