@@ -119,8 +119,9 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 }
 
 // UnitOf is a metric's unit, read off its name: NAME_per_s is a rate
-// ("req_per_s": req/s), NAME_us microseconds, NAME_kb kilobytes, anything
-// else a time in seconds, as most metrics are.
+// ("req_per_s": req/s), NAME_us microseconds, NAME_kb kilobytes,
+// NAME_pct a percentage, NAME_count a count, anything else a time in
+// seconds, as most metrics are.
 func UnitOf(metric string) string {
 	switch {
 	case metric == "mb_per_s":
@@ -131,6 +132,10 @@ func UnitOf(metric string) string {
 		return "µs"
 	case strings.HasSuffix(metric, "_kb"):
 		return "KB"
+	case strings.HasSuffix(metric, "_pct"):
+		return "%"
+	case strings.HasSuffix(metric, "_count"):
+		return "count"
 	}
 	return "s"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/shunt-net/shunt/experiment/h2load"
 	"github.com/shunt-net/shunt/experiment/mpdownload"
 	"github.com/shunt-net/shunt/experiment/pageload"
+	"github.com/shunt-net/shunt/experiment/video"
 )
 
 // Table maps driver names to experiments.
@@ -21,4 +22,5 @@ var Table = bench.Drivers{
 	"replay":   pageload.Replay.Driver(),
 	"chromium": pageload.Chromium.Driver(),
 	"h2load":   h2load.Kind.Driver(),
+	"dash":     video.Kind.Driver(),
 }

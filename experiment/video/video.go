@@ -1,0 +1,290 @@
+// Package video is the DASH experiment (driver "dash", MP-H2 §5.4, Figures
+// 11 and 12): package dash's player plays a video made by
+// scripts/dash-content from shunt's server over a two-path network, its
+// segments fetched by one scheduler.
+package video
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/dash"
+	"github.com/shunt-net/shunt/estimate"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/server"
+)
+
+// Config says which video is played, by which scheduler and ABR:
+//
+//	mode=single        one path (path=NAME): one h2c connection
+//	mode=mph2          MP-H2, segment size unknown
+//	mode=mph2-fs       MP-H2+FS: the size from the manifest
+//	mode=mph2-fs-bwl   MP-H2+FS+BW/L: path estimates carried across segments
+//	mode=msplayer      MSPlayer (mph2.MSPlayer)
+//	mode=mhttp         mHTTP with chunk=SIZE
+//	mode=mptcp         one h2c connection over kernel MPTCP, first subflow
+//	                   on the first path
+//
+// content=DIR is a directory made by scripts/dash-content (DIR/video.mpd);
+// segments=N plays only the first N segments. Every run opens fresh
+// connections, warmed by fetching the MPD on every path before playing.
+// Metrics: startup (s), stall (s, total), kbit_per_s (mean declared bitrate
+// of the played segments), rebuffer_pct (stall time over the media played),
+// switches_count. Info: the rung and the fetch start of every segment
+// (segment_kbps, segment_start_s) and every stall (stalls).
+type Config struct {
+	Mode     string           `param:"mode" enum:"single,mph2,mph2-fs,mph2-fs-bwl,msplayer,mhttp,mptcp" help:"the segment fetcher"`
+	Path     string           `param:"path" help:"the path of mode single"`
+	Chunk    experiment.Bytes `param:"chunk" help:"mHTTP's chunk size"`
+	ABR      string           `param:"abr" enum:"exo,bola" help:"bitrate adaptation: ExoPlayer's AdaptiveTrackSelection or BOLA"`
+	Content  string           `param:"content" help:"directory made by scripts/dash-content"`
+	Segments int              `param:"segments" help:"play only the first N segments (0: all)"`
+	CC       string           `param:"cc" help:"congestion control, both ends"`
+}
+
+// DefaultConfig is MP-H2+FS+BW/L with ExoPlayer's adaptation.
+func DefaultConfig() Config {
+	return Config{Mode: "mph2-fs-bwl", ABR: "exo", CC: origin.CC}
+}
+
+// Validate checks the options together.
+func (c Config) Validate() error {
+	switch {
+	case c.Content == "":
+		return experiment.Errorf("params.content", "", "want the directory of a video made by scripts/dash-content DIR SECONDS")
+	case c.Mode == "single" && c.Path == "":
+		return experiment.Errorf("params.path", "", "mode single needs path=NAME")
+	case c.Mode == "mhttp" && c.Chunk <= 0:
+		return experiment.Errorf("params.chunk", strconv.FormatInt(int64(c.Chunk), 10), "mode mhttp needs chunk=SIZE, a positive size")
+	case c.Segments < 0:
+		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "want 0 (all) or more")
+	}
+	return nil
+}
+
+// Kind is the experiment of driver "dash".
+var Kind = experiment.Kind[Config, *Session]{Name: "dash", Default: DefaultConfig, Start: Start}
+
+// Start reads the video's manifest and the SHA-256 of every file, and
+// starts shunt's server on the condition's (single) server.
+func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error) {
+	paths := env.Net.Paths()
+	if len(env.Net.Servers()) != 1 {
+		return nil, fmt.Errorf("condition %s has %d servers; the dash experiment serves from one", env.Condition.Name, len(env.Net.Servers()))
+	}
+	if c.Mode == "single" && !hasPath(paths, c.Path) {
+		return nil, &experiment.FieldError{Field: "params.path", Value: c.Path, Err: fmt.Errorf("no such path in condition %s", env.Condition.Name)}
+	}
+	data, err := os.ReadFile(filepath.Join(c.Content, "video.mpd"))
+	if err != nil {
+		return nil, &experiment.FieldError{Field: "params.content", Value: c.Content, Err: fmt.Errorf("%w (make it with scripts/dash-content DIR SECONDS)", err)}
+	}
+	addr := net.JoinHostPort(paths[0].ServerAddr, strconv.Itoa(env.Port))
+	mpdURL := &url.URL{Scheme: "http", Host: addr, Path: "/video.mpd"}
+	m, err := dash.ParseMPD(data, mpdURL)
+	if err != nil {
+		return nil, &experiment.FieldError{Field: "params.content", Value: c.Content, Err: err}
+	}
+	if strings.HasPrefix(c.Mode, "mph2-fs") || c.Mode == "msplayer" {
+		for _, r := range m.Reps {
+			for _, s := range append([]dash.Segment{r.Init}, r.Segments...) {
+				if s.URL != "" && s.Size <= 0 {
+					return nil, &experiment.FieldError{Field: "params.mode", Value: c.Mode, Err: fmt.Errorf("the manifest gives no size for %s", s.URL)}
+				}
+			}
+		}
+	}
+	sums, err := hashFiles(c.Content)
+	if err != nil {
+		return nil, err
+	}
+	hd, err := content.NewHandler(c.Content)
+	if err != nil {
+		return nil, err
+	}
+	mptcp := c.Mode == "mptcp"
+	ln, err := env.Net.Servers()[0].Listen("tcp", addr, experiment.SockOpts{CC: c.CC, MPTCP: mptcp})
+	if err != nil {
+		hd.Close()
+		return nil, err
+	}
+	srv := &server.Server{Handler: hd, CC: c.CC, MPTCP: mptcp, ErrorLog: log.New(env.Log, "shunt server "+addr+": ", log.LstdFlags)}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	s := &Session{c: c, env: env, m: m, mpd: mpdURL.String(), sums: sums, cache: estimate.NewCache(0)}
+	s.close = func() error { cancel(); <-done; return hd.Close() }
+	return s, nil
+}
+
+func hasPath(ps []experiment.PathInfo, name string) bool {
+	for _, p := range ps {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hashFiles is the SHA-256 of every file in dir, by URL path.
+func hashFiles(dir string) (map[string][32]byte, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sums := map[string][32]byte{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		sums["/"+e.Name()] = sha256.Sum256(b)
+	}
+	return sums, nil
+}
+
+// Session plays the video of one condition.
+type Session struct {
+	c     Config
+	env   *experiment.Env
+	m     *dash.Manifest
+	mpd   string
+	sums  map[string][32]byte
+	cache *estimate.Cache // MP-H2+FS+BW/L's estimates, across the session's runs
+	close func() error
+}
+
+func (s *Session) Info() map[string]string {
+	return map[string]string{"server": "shunt (in-process)", "server_cc": s.c.CC + " (per socket)",
+		"client": "shunt dash player (" + s.c.Mode + ", " + s.c.ABR + ")",
+		"video":  fmt.Sprintf("%v in %d segments of %v, %d rungs", s.m.Duration, len(s.m.Reps[0].Segments), s.m.SegmentDuration, len(s.m.Reps))}
+}
+
+func (s *Session) Close() error { return s.close() }
+
+func (s *Session) dial(pi experiment.PathInfo, mptcp bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	client := s.env.Net.Client()
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: s.c.CC, MPTCP: mptcp, Source: pi.ClientAddr})
+	}
+}
+
+// fetcher builds the mode's fetcher on fresh connections and warms them;
+// done closes them.
+func (s *Session) fetcher(ctx context.Context) (f dash.Fetcher, done func(), err error) {
+	var paths []mph2.Path
+	for _, pi := range s.env.Net.Paths() {
+		paths = append(paths, mph2.Path{Name: pi.Name, Dial: s.dial(pi, false)})
+	}
+	single := func(pi experiment.PathInfo, mptcp bool) (dash.Fetcher, func(), error) {
+		tr := &h2.Transport{AllowHTTP: true, DialContext: s.dial(pi, mptcp)}
+		f := dash.HTTP{RT: tr}
+		_, err := f.Fetch(ctx, dash.Segment{URL: s.mpd})
+		return f, tr.CloseIdleConnections, err
+	}
+	switch s.c.Mode {
+	case "single":
+		for _, pi := range s.env.Net.Paths() {
+			if pi.Name == s.c.Path {
+				return single(pi, false)
+			}
+		}
+	case "mptcp":
+		return single(s.env.Net.Paths()[0], true)
+	case "mhttp", "msplayer":
+		var d interface {
+			dash.Downloader
+			Warm(ctx context.Context, rawURL string) error
+			Close()
+		}
+		if s.c.Mode == "mhttp" {
+			d = &mph2.MHTTP{Paths: paths, Chunk: int64(s.c.Chunk)}
+		} else {
+			d = &mph2.MSPlayer{Paths: paths}
+		}
+		return dash.Chunked{D: d}, d.Close, d.Warm(ctx, s.mpd)
+	default:
+		c := &mph2.Client{Paths: paths}
+		if s.c.Mode == "mph2-fs-bwl" {
+			c.Cache = s.cache
+		}
+		return dash.MPH2{Client: c, FS: s.c.Mode != "mph2"}, func() { c.Close() }, c.Connect(ctx, s.mpd)
+	}
+	return nil, nil, fmt.Errorf("mode %s: no path %q", s.c.Mode, s.c.Path)
+}
+
+func (s *Session) Run(ctx context.Context, _ *experiment.Run) (experiment.Result, error) {
+	f, done, err := s.fetcher(ctx)
+	if done != nil {
+		defer done()
+	}
+	if err != nil {
+		return experiment.Result{}, fmt.Errorf("warm-up: %w", err)
+	}
+	var abr dash.ABR = dash.NewExo()
+	if s.c.ABR == "bola" {
+		abr = dash.NewBOLA()
+	}
+	p := &dash.Player{Manifest: s.m, ABR: abr, Fetcher: f, Segments: s.c.Segments, Verify: s.verify}
+	res, err := p.Play(ctx)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	out := experiment.Result{
+		Metrics: map[string]float64{
+			"startup": res.Startup.Seconds(), "stall": res.StallTime().Seconds(),
+			"kbit_per_s": res.AvgBitrate() / 1000, "rebuffer_pct": 100 * res.RebufferRatio(),
+			"switches_count": float64(res.Switches),
+		},
+		Counts: map[string]float64{"stalls": float64(len(res.Stalls)), "segments": float64(len(res.Segments))},
+		Info:   map[string]string{},
+		Sock:   experiment.SockOpts{CC: s.c.CC, MPTCP: s.c.Mode == "mptcp"},
+	}
+	var kbps, starts, stalls []string
+	var bytes int64
+	for _, g := range res.Segments {
+		kbps = append(kbps, strconv.FormatInt(g.Bitrate/1000, 10))
+		starts = append(starts, strconv.FormatFloat(g.Start.Seconds(), 'f', 2, 64))
+		bytes += g.Bytes
+	}
+	for _, st := range res.Stalls {
+		stalls = append(stalls, fmt.Sprintf("%.2f+%.2f", st.At.Seconds(), st.Duration.Seconds()))
+	}
+	out.Counts["bytes"] = float64(bytes)
+	out.Info["segment_kbps"] = strings.Join(kbps, ",")
+	out.Info["segment_start_s"] = strings.Join(starts, ",")
+	out.Info["stalls"] = strings.Join(stalls, ",")
+	return out, nil
+}
+
+// verify checks a segment against the SHA-256 of the file served.
+func (s *Session) verify(seg dash.Segment, data []byte) error {
+	u, err := url.Parse(seg.URL)
+	if err != nil {
+		return err
+	}
+	want, ok := s.sums[u.Path]
+	if !ok {
+		return errors.New("no such file in the content directory")
+	}
+	if sha256.Sum256(data) != want {
+		return errors.New("SHA-256 differs from the served file")
+	}
+	return nil
+}

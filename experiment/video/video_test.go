@@ -1,0 +1,78 @@
+package video
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/emulated"
+	"github.com/shunt-net/shunt/peers"
+)
+
+// Every mode plays a 12 s video made by scripts/dash-content over this
+// machine's loopback (one path), each segment checked against its file.
+func TestPlayLocal(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg missing (bash scripts/setup installs it)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
+	}
+	nw := emulated.Local()
+	for _, mode := range []string{"single", "mph2", "mph2-fs", "mph2-fs-bwl", "msplayer", "mhttp"} {
+		params := map[string]string{"mode": mode, "content": dir, "path": "loopback", "chunk": "128KB", "cc": "cubic"}
+		if mode == "mph2-fs" {
+			params["abr"] = "bola"
+		}
+		c, err := Kind.Config(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := peers.FreePort("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(port)
+		env := &experiment.Env{Net: nw, Port: p, Dir: t.TempDir(), Log: io.Discard}
+		s, err := Start(context.Background(), env, c)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := s.Run(ctx, &experiment.Run{})
+		cancel()
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || len(strings.Split(res.Info["segment_kbps"], ",")) != 2 {
+			t.Fatalf("%s: %+v", mode, res)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{}, "params.content"},
+		{map[string]string{"content": "x", "mode": "single"}, "params.path"},
+		{map[string]string{"content": "x", "mode": "mhttp"}, "params.chunk"},
+		{map[string]string{"content": "x", "abr": "fastest"}, "abr"},
+	} {
+		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %s", tc.params, err, tc.want)
+		}
+	}
+	c, _ := Kind.Config(map[string]string{"content": t.TempDir()})
+	if _, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: 1}, c); err == nil || !strings.Contains(err.Error(), "params.content") {
+		t.Errorf("a directory without video.mpd: %v", err)
+	}
+}
