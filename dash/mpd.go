@@ -128,8 +128,9 @@ func ParseMPD(data []byte, base *url.URL) (*Manifest, error) {
 			return nil, err
 		}
 		m := &Manifest{Duration: total}
+		budget := maxSegments
 		for j, xr := range as.Reps {
-			r, segDur, err := parseRep(xr, as.List, as.Template, abase, total, fmt.Sprintf("%s/Representation[%d]", where, j))
+			r, segDur, err := parseRep(xr, as.List, as.Template, abase, total, fmt.Sprintf("%s/Representation[%d]", where, j), &budget)
 			if err != nil {
 				return nil, err
 			}
@@ -150,7 +151,7 @@ func ParseMPD(data []byte, base *url.URL) (*Manifest, error) {
 	return nil, fmt.Errorf("dash: Period[0] has no video AdaptationSet")
 }
 
-func parseRep(xr xmlRep, setList *xmlList, setTmpl *xmlTmpl, base *url.URL, total time.Duration, where string) (Rep, time.Duration, error) {
+func parseRep(xr xmlRep, setList *xmlList, setTmpl *xmlTmpl, base *url.URL, total time.Duration, where string, budget *int) (Rep, time.Duration, error) {
 	r := Rep{ID: xr.ID}
 	bw, err := strconv.ParseInt(xr.Bandwidth, 10, 64)
 	if err != nil || bw <= 0 {
@@ -207,9 +208,10 @@ func parseRep(xr xmlRep, setList *xmlList, setTmpl *xmlTmpl, base *url.URL, tota
 			return r, 0, fmt.Errorf("dash: %s/SegmentTemplate@media=%q: want a $Number$ template", where, tmpl.Media)
 		}
 		n := int64((total + d - 1) / d)
-		if n > maxSegments {
-			return r, 0, fmt.Errorf("dash: %s: %d segments: more than %d", where, n, maxSegments)
+		if n > int64(*budget) {
+			return r, 0, fmt.Errorf("dash: %s: %d segments: more than %d in all", where, n, maxSegments)
 		}
+		*budget -= int(n)
 		for k := range n {
 			s, err := segment(base, expand(tmpl.Media, xr, start+k), "", where+"/SegmentTemplate@media")
 			if err != nil {
@@ -222,8 +224,10 @@ func parseRep(xr xmlRep, setList *xmlList, setTmpl *xmlTmpl, base *url.URL, tota
 	return r, 0, fmt.Errorf("dash: %s has neither SegmentList nor SegmentTemplate (SegmentBase is not supported)", where)
 }
 
-// maxSegments bounds a template's expansion (a day of 1 s segments).
-const maxSegments = 86400
+// maxSegments bounds the segments of all representations together (a
+// 10-minute video of 9 rungs has 900; a day of 6 s segments 14,400), so a
+// template cannot make parsing slow.
+const maxSegments = 20000
 
 var numberRe = regexp.MustCompile(`\$Number(%0(\d)d)?\$`)
 
