@@ -262,11 +262,11 @@ func runGet(ctx context.Context, args []string, gio getIO) (err error) {
 	if err := identify(&rec.Run, o.json); err != nil {
 		return err
 	}
-	if o.json != "" {
-		w, err := experiment.OpenRecordWriter(o.json)
-		if err != nil {
-			return fmt.Errorf("--json: %w", err) // before the download, not after it
-		}
+	w, err := openJSON(o.json)
+	if err != nil {
+		return err
+	}
+	if w != nil {
 		defer func() {
 			rec.Duration = time.Since(rec.Start).Seconds()
 			err = errors.Join(err, w.Write(&rec.Record), w.Close())

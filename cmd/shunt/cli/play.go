@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,10 +67,7 @@ func runPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cancel()
 	env := &experiment.Env{Condition: cond, Objects: []experiment.Object{{Name: "video"}}, Log: stderr}
 	if lf.set() {
-		if os.Geteuid() != 0 {
-			return errors.New("link options need root: the link is emulated between network namespaces")
-		}
-		if env.Net, err = nf.Build(ctx, cond, *seed); err != nil {
+		if env.Net, err = emulate(ctx, nf, cond, *seed); err != nil {
 			return err
 		}
 		defer env.Net.Close()
@@ -90,11 +86,11 @@ func runPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := cfg.Validate(); err != nil {
 		return flagError(err)
 	}
-	var w *experiment.RecordWriter
-	if *jsonFile != "" {
-		if w, err = experiment.OpenRecordWriter(*jsonFile); err != nil {
-			return fmt.Errorf("--json: %w", err)
-		}
+	w, err := openJSON(*jsonFile)
+	if err != nil {
+		return err
+	}
+	if w != nil {
 		defer w.Close()
 	}
 	sess, err := video.Start(ctx, env, cfg)
@@ -103,17 +99,9 @@ func runPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer sess.Close()
 	run := &experiment.Run{Scenario: "shunt play", Condition: env.Condition, Protocol: video.Kind.Protocol(cfg.Mode, cfg), Object: env.Objects[0], Seed: *seed}
-	if err := identify(run, *jsonFile); err != nil {
+	rec, err := runCommand(ctx, env.Net, sess, run, *jsonFile, w, *timeout)
+	if err != nil {
 		return err
-	}
-	rec := experiment.RunOnce(ctx, env.Net, sess, run, *timeout, nil)
-	if w != nil {
-		if err := w.Write(rec); err != nil {
-			return err
-		}
-	}
-	if !rec.OK() {
-		return errors.New(rec.Error)
 	}
 	m := rec.Metrics
 	fmt.Fprintf(stdout, "%s (%s, %s) over %s: %.0f kbit/s mean, startup %.3f s, %d stalls %.2f s (%.2f %%), %d switches\n",

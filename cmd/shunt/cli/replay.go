@@ -74,11 +74,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	var w *experiment.RecordWriter
-	if *jsonFile != "" {
-		if w, err = experiment.OpenRecordWriter(*jsonFile); err != nil {
-			return fmt.Errorf("--json: %w", err) // before the load, not after it
-		}
+	w, err := openJSON(*jsonFile)
+	if err != nil {
+		return err
+	}
+	if w != nil {
 		defer w.Close()
 	}
 	pg, err := pageload.LoadPage(obj)
@@ -123,10 +123,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer sess.Close()
 	case lf.set():
-		if os.Geteuid() != 0 {
-			return errors.New("link options need root: the link is emulated between network namespaces")
-		}
-		if env.Net, err = nf.Build(ctx, cond, *seed); err != nil {
+		if env.Net, err = emulate(ctx, nf, cond, *seed); err != nil {
 			return err
 		}
 		defer env.Net.Close()
@@ -142,17 +139,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer sess.Close()
 	}
 	run := &experiment.Run{Scenario: "shunt replay", Condition: env.Condition, Protocol: conf, Object: obj, Seed: *seed}
-	if err := identify(run, *jsonFile); err != nil {
+	rec, err := runCommand(ctx, env.Net, sess, run, *jsonFile, w, *timeout)
+	if err != nil {
 		return err
-	}
-	rec := experiment.RunOnce(ctx, env.Net, sess, run, *timeout, nil)
-	if w != nil {
-		if err := w.Write(rec); err != nil {
-			return err
-		}
-	}
-	if !rec.OK() {
-		return errors.New(rec.Error)
 	}
 	if *browserMode {
 		return printBrowserLoad(stdout, pg, rec)
