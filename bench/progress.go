@@ -116,7 +116,15 @@ func formatMetrics(m map[string]float64) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%.3fs", k, m[k])
+		// Each metric in its own unit: a bitrate or a count is not seconds.
+		switch u := UnitOf(k); u {
+		case "s":
+			fmt.Fprintf(&b, "%s=%.3fs", k, m[k])
+		case "count":
+			fmt.Fprintf(&b, "%s=%g", k, m[k])
+		default:
+			fmt.Fprintf(&b, "%s=%.3f %s", k, m[k], u)
+		}
 	}
 	return b.String()
 }

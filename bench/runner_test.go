@@ -373,13 +373,13 @@ func TestLineProgressETA(t *testing.T) {
 	var buf bytes.Buffer
 	p := &LineProgress{W: &buf, Now: clk.Now}
 	p.Start(4, 2)
-	rec := &experiment.Record{Run: experiment.Run{Condition: experiment.Condition{Name: "c"}, Protocol: experiment.Protocol{Name: "p"}, Object: experiment.Object{Name: "o"}}, Metrics: map[string]float64{"time": 0.25}}
+	rec := &experiment.Record{Run: experiment.Run{Condition: experiment.Condition{Name: "c"}, Protocol: experiment.Protocol{Name: "p"}, Object: experiment.Object{Name: "o"}}, Metrics: map[string]float64{"time": 0.25, "kbit_per_s": 5622, "switches_count": 3}}
 	p.Step(rec) // 1 s elapsed for 1 run: 3 left, eta 3 s
 	rec2 := *rec
 	rec2.Error = "refused"
 	p.Step(&rec2)
 	got := buf.String()
-	for _, want := range []string{"4 runs to do (2 already done)", "[1/4 eta 3s] c/p/o#0: time=0.250s", "[2/4 eta 2s] c/p/o#0: error: refused"} {
+	for _, want := range []string{"4 runs to do (2 already done)", "[1/4 eta 3s] c/p/o#0: kbit_per_s=5622.000 kbit/s switches_count=3 time=0.250s", "[2/4 eta 2s] c/p/o#0: error: refused"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress output lacks %q:\n%s", want, got)
 		}
