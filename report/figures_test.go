@@ -189,10 +189,10 @@ func TestMedianRun(t *testing.T) {
 		return r
 	}
 	recs := []*experiment.Record{mk("a", 3, true), mk("b", 1, true), mk("c", 0.5, false), mk("d", 2, true), mk("e", 4, true)}
-	if got := medianRun(recs, "plt"); got == nil || got.ID != "d" {
+	if got := medianRun(recs, "plt", LoadInfo); got == nil || got.ID != "d" {
 		t.Errorf("median of 1, 2, 3, 4 (c has no load): %v, want d (the lower middle)", got)
 	}
-	if got := medianRun(recs, "ttfb"); got != nil {
+	if got := medianRun(recs, "ttfb", LoadInfo); got != nil {
 		t.Errorf("no run has the metric: %v", got.ID)
 	}
 }

@@ -102,6 +102,13 @@ func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*experime
 	if wf != nil {
 		opt.Sections = append([]Section{*wf}, opt.Sections...)
 	}
+	br, err := BitrateSection(filepath.Join(dir, PlotsDir), sc, recs)
+	if err != nil {
+		return nil, sum, nil, err
+	}
+	if br != nil {
+		opt.Sections = append([]Section{*br}, opt.Sections...)
+	}
 	now := time.Now
 	if opt.Now != nil {
 		now = opt.Now

@@ -139,13 +139,13 @@ func loadOf(rec *experiment.Record) (*replay.Result, error) {
 	return &r, nil
 }
 
-// medianRun picks, among the runs that recorded a load and have the metric,
+// medianRun picks, among the runs that recorded info and have the metric,
 // the one with the median value (the lower of the middle two), ties broken
 // by run ID so the choice never depends on file order.
-func medianRun(recs []*experiment.Record, metric string) *experiment.Record {
+func medianRun(recs []*experiment.Record, metric, info string) *experiment.Record {
 	var c []*experiment.Record
 	for _, r := range recs {
-		if _, ok := r.Metrics[metric]; ok && r.OK() && r.Info[LoadInfo] != "" {
+		if _, ok := r.Metrics[metric]; ok && r.OK() && r.Info[info] != "" {
 			c = append(c, r)
 		}
 	}
@@ -190,7 +190,7 @@ func WaterfallSection(dir string, sc *bench.Scenario, recs []*experiment.Record)
 		var panels []panel
 		tmax := 0.0
 		for _, p := range sc.Protocols {
-			rec := medianRun(byCell[key{o.Name, p.Name}], spec.Metric)
+			rec := medianRun(byCell[key{o.Name, p.Name}], spec.Metric, LoadInfo)
 			if rec == nil {
 				continue
 			}

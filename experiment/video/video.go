@@ -27,6 +27,13 @@ import (
 	"github.com/shunt-net/shunt/server"
 )
 
+// The Info keys of a playback's segments, in play order: each one's rung
+// (kbit/s) and when its fetch started (seconds since the player started).
+const (
+	SegmentKbpsInfo  = "segment_kbps"
+	SegmentStartInfo = "segment_start_s"
+)
+
 // Config says which video is played, by which scheduler and ABR:
 //
 //	mode=single        one path (path=NAME): one h2c connection
@@ -267,8 +274,8 @@ func (s *Session) Run(ctx context.Context, _ *experiment.Run) (experiment.Result
 		stalls = append(stalls, fmt.Sprintf("%.2f+%.2f", st.At.Seconds(), st.Duration.Seconds()))
 	}
 	out.Counts["bytes"] = float64(bytes)
-	out.Info["segment_kbps"] = strings.Join(kbps, ",")
-	out.Info["segment_start_s"] = strings.Join(starts, ",")
+	out.Info[SegmentKbpsInfo] = strings.Join(kbps, ",")
+	out.Info[SegmentStartInfo] = strings.Join(starts, ",")
 	out.Info["stalls"] = strings.Join(stalls, ",")
 	return out, nil
 }
