@@ -425,7 +425,10 @@ func (c *Conn) GoAway() {
 func (c *Conn) maybeFinishLocked() {
 	if (c.goAwaySent || c.goAwayRecv != nil) && c.activePeer+c.activeOurs == 0 && !c.closing {
 		c.closing = true
-		c.queueLocked(wframe{kind: wClose})
+		// Half-close and drain, as after an error: the peer may still be
+		// sending (a PING behind its GOAWAY), and closing over its unread
+		// data would reset the connection under our last frames.
+		c.queueLocked(wframe{kind: wClose, closeAfter: true})
 	}
 }
 

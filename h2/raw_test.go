@@ -135,3 +135,27 @@ func TestUnreadRequestBody(t *testing.T) {
 	}
 	rc.readUntil(5*time.Second, isRST(3, http2.ErrCodeFlowControl))
 }
+
+// TestGoAwayEndsWithoutReset: after the client's GOAWAY, a connection with
+// nothing open ends with a FIN, and the server keeps reading what the client
+// still sends (h2spec 3.8/1 sends a PING right behind its GOAWAY), so the
+// client never sees a TCP reset for data the server did not read. A close
+// without the drain fails this: the PING lands on a closed socket.
+func TestGoAwayEndsWithoutReset(t *testing.T) {
+	ts := startServer(t, http.NotFoundHandler(), Config{}, false)
+	rc := dialRaw(t, ts.addr)
+	if err := rc.fr.WriteGoAway(0, http2.ErrCodeNo, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.readFrameUntil(5*time.Second, func(http2.Frame) bool { return false }); err != io.EOF {
+		t.Fatalf("after GOAWAY: %v, want the server's FIN (EOF)", err)
+	}
+	for i := range 3 {
+		if err := rc.fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+			t.Fatalf("PING %d after the server's FIN: %v", i, err)
+		}
+		if _, err := rc.readFrameUntil(time.Second, func(http2.Frame) bool { return false }); err != io.EOF {
+			t.Fatalf("read after PING %d: %v, want EOF (the server still reads)", i, err)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type wframe struct {
 	id         uint32
 	val        uint32 // increment, error code, promised or last stream ID
 	end        bool
-	closeAfter bool // GOAWAY for a connection error: drain and close after it
+	closeAfter bool // the connection's last frame: half-close, drain and close after it
 	ping       [8]byte
 	fields     []hpack.HeaderField
 	data       []byte
@@ -278,8 +278,9 @@ func (c *Conn) writeHeaderBlock(f *wframe, maxFrame int) error {
 }
 
 // drainAndClose ends a connection after its last frame. After a connection
-// error it half-closes and keeps reading (discarding) briefly, so the peer
-// gets our GOAWAY rather than a TCP reset for its unread data.
+// error or a GOAWAY exchange it half-closes and keeps reading (discarding)
+// briefly, so the peer gets our last frames rather than a TCP reset for its
+// unread data.
 func (c *Conn) drainAndClose(afterError bool) {
 	if afterError {
 		if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
