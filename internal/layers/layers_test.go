@@ -16,7 +16,7 @@ var floors = map[string]int{
 	// wire engine, link-emulation logic, page model, served content, estimators
 	"h2": 1, "netem": 1, "page": 1, "content": 1, "estimate": 1,
 	// protocol extensions and pure schedulers on the engine; ground helpers
-	"smig": 2, "multipath": 2, "internal": 2,
+	"smig": 2, "multipath": 2, "hints": 2, "internal": 2,
 	// things that run: the server, namespaces and links, the multipath client, peer launchers
 	"server": 3, "testbed": 3, "mph2": 3, "peers": 3, "dash": 3,
 	// experiments

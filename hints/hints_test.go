@@ -1,0 +1,316 @@
+package hints
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/page"
+)
+
+// A page of an HTML document parsed in two chunks, with a style sheet, a
+// script the second chunk waits for, a script nothing waits for, an image
+// and a font (sizes give the classes their bytes).
+const graph = `{"name": "t", "start_activity": "d0", "load_activity": "d0", "objs": [
+ {"id": "r1", "path": "/index.html", "download": {"id": "d0", "type": "text/html"}, "comps": [{"id": "c1", "time": 1}, {"id": "c2", "time": 1}]},
+ {"id": "r2", "path": "/a.css", "download": {"id": "d1", "type": "text/css"}, "comps": [{"id": "c3", "time": 1}]},
+ {"id": "r3", "path": "/b.js", "download": {"id": "d2", "type": "application/javascript"}, "comps": [{"id": "c4", "time": 1}]},
+ {"id": "r4", "path": "/async.js", "download": {"id": "d3", "type": "application/javascript"}, "comps": [{"id": "c5", "time": 1}]},
+ {"id": "r5", "path": "/i.jpg", "download": {"id": "d4", "type": "image/jpeg"}, "comps": []},
+ {"id": "r6", "path": "/f.woff2", "download": {"id": "d5", "type": "font/woff2"}, "comps": []}],
+ "deps": [
+ {"id": "e1", "a1": "c1", "a2": "d1", "time": -1},
+ {"id": "e2", "a1": "c1", "a2": "d2", "time": -1},
+ {"id": "e3", "a1": "c4", "a2": "c2", "time": -1},
+ {"id": "e4", "a1": "c1", "a2": "d3", "time": -1},
+ {"id": "e5", "a1": "c2", "a2": "d4", "time": -1},
+ {"id": "e6", "a1": "c3", "a2": "d5", "time": -1}]}`
+
+func TestFromPage(t *testing.T) {
+	p, err := page.ReadGraph("t.json", []byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Objects[4].Size = 5000
+	got := FromPage(p)
+	want := []Class{Document, Style, Script, AsyncScript, Image, Font}
+	for i, h := range got {
+		if h.Class != want[i] {
+			t.Errorf("object %s: class %s, want %s", p.Objects[i].ID, h.Class, want[i])
+		}
+		if h.Urgency != UrgencyOf(want[i]) || h.Size != p.Objects[i].Size {
+			t.Errorf("object %s: %+v", p.Objects[i].ID, h)
+		}
+	}
+}
+
+func TestFromHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		h    map[string]string
+		want Hint
+	}{
+		{map[string]string{"Sec-Fetch-Dest": "document", "Priority": "u=0, i"}, Hint{Document, -1, 0}},
+		{map[string]string{"Sec-Fetch-Dest": "style"}, Hint{Style, -1, 0}},
+		{map[string]string{"Sec-Fetch-Dest": "script", "Priority": "u=1"}, Hint{Script, -1, 1}},
+		{map[string]string{"Sec-Fetch-Dest": "script", "Priority": "i, u=3"}, Hint{AsyncScript, -1, 3}},
+		{map[string]string{"Sec-Fetch-Dest": "image", "Priority": "u=9"}, Hint{Image, -1, 2}},
+		{map[string]string{"Sec-Fetch-Dest": "video"}, Hint{Media, -1, 3}},
+		{map[string]string{"Sec-Fetch-Dest": "font"}, Hint{Font, -1, 0}},
+		{map[string]string{"Accept": "text/html,application/xhtml+xml;q=0.9"}, Hint{Document, -1, 0}},
+		{map[string]string{"Accept": "text/css,*/*;q=0.1"}, Hint{Style, -1, 0}},
+		{map[string]string{"Accept": "image/avif,image/webp,*/*"}, Hint{Image, -1, 2}},
+		{map[string]string{"Accept": "*/*"}, Hint{Other, -1, 3}},
+		{map[string]string{"Sec-Fetch-Dest": "empty", "Accept": "application/json"}, Hint{Other, -1, 3}},
+	} {
+		h := http.Header{}
+		for k, v := range tc.h {
+			h.Set(k, v)
+		}
+		if got := FromHeaders(h); got != tc.want {
+			t.Errorf("%v: %+v, want %+v", tc.h, got, tc.want)
+		}
+	}
+}
+
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// twoPaths: a cheap path of 80 ms and an expensive one of 20 ms, both
+// 10 Mbit/s and up (issue 19's latency condition).
+func twoPaths() []PathState {
+	return []PathState{
+		{Name: "cheap", Up: true, RTT: 80 * time.Millisecond, Bandwidth: 1.25e6, Cost: 0},
+		{Name: "expensive", Up: true, RTT: 20 * time.Millisecond, Bandwidth: 1.25e6, Cost: 1},
+	}
+}
+
+func mustPreset(t *testing.T, name string) *Policy {
+	t.Helper()
+	p, err := Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDecidePresets(t *testing.T) {
+	doc := Hint{Document, 20000, 0}
+	img := Hint{Image, 300000, 2}
+	for _, tc := range []struct {
+		policy string
+		h      Hint
+		want   Decision
+	}{
+		{"single-fast", img, Decision{Path: 1, Second: -1, Rule: 1}},
+		{"single-cheap", doc, Decision{Path: 0, Second: -1, Rule: 1}},
+		{"urgent-fast", doc, Decision{Path: 1, Second: -1, Rule: 1}},
+		{"urgent-fast", img, Decision{Path: 0, Second: -1, Rule: 2}},
+		{"redundant-urgent", doc, Decision{Path: 1, Second: 0, Rule: 1}},
+		{"redundant-urgent", img, Decision{Path: 0, Second: -1, Rule: 2}},
+		{"tail", img, Decision{Path: 0, Second: -1, Tail: 64000, Rule: 2}},
+		{"adaptive", doc, Decision{Path: 1, Second: -1, Rule: 2}},
+	} {
+		if got := mustPreset(t, tc.policy).Decide(tc.h, twoPaths(), t0); got != tc.want {
+			t.Errorf("%s, %+v: %+v, want %+v", tc.policy, tc.h, got, tc.want)
+		}
+	}
+	// adaptive turns redundancy on once a path loses 0.5 % or more.
+	lossy := twoPaths()
+	lossy[0].Loss = 0.02
+	if got := mustPreset(t, "adaptive").Decide(doc, lossy, t0); got != (Decision{Path: 1, Second: 0, Rule: 1}) {
+		t.Errorf("adaptive under loss: %+v", got)
+	}
+	// One path: no redundancy, no tail.
+	if got := mustPreset(t, "redundant-urgent").Decide(doc, twoPaths()[:1], t0); got != (Decision{Path: 0, Second: -1, Rule: 1}) {
+		t.Errorf("one path: %+v", got)
+	}
+}
+
+// A path still connecting counts at least the time since its dial began,
+// so a request waits for the path that answered first only as long as the
+// other has not proven itself faster.
+func TestDecideWhileConnecting(t *testing.T) {
+	paths := twoPaths()
+	paths[1].Up, paths[1].RTT, paths[1].DialStart = false, 0, t0
+	fast := mustPreset(t, "single-fast")
+	doc := Hint{Document, 1000, 0}
+	if got := fast.Decide(doc, paths, t0.Add(10*time.Millisecond)); got.Path != 1 {
+		t.Errorf("10 ms into the dial: path %d, want the dialing one (1): its RTT may still be 10 ms", got.Path)
+	}
+	if got := fast.Decide(doc, paths, t0.Add(90*time.Millisecond)); got.Path != 0 {
+		t.Errorf("90 ms into the dial: path %d, want 0 (80 ms)", got.Path)
+	}
+}
+
+func TestDecideFinishAndBudget(t *testing.T) {
+	p, err := Parse("b.rules", "urgent -> path=fast budget=50KB\n* -> path=finish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := twoPaths()
+	css := Hint{Style, 30000, 0}
+	if d := p.Decide(css, paths, t0); d.Path != 1 {
+		t.Errorf("within budget: path %d, want 1", d.Path)
+	}
+	paths[1].Sent = 30000
+	if d := p.Decide(css, paths, t0); d.Path != 0 {
+		t.Errorf("30 KB + 30 KB over a 50 KB budget: path %d, want the cheap 0", d.Path)
+	}
+	// finish: 100 KB takes 80 ms + 80 ms on the cheap path, 20 + 80 ms on
+	// the expensive one; with 200 KB queued there, the cheap one wins.
+	img := Hint{Image, 100000, 2}
+	if d := p.Decide(img, twoPaths(), t0); d.Path != 1 {
+		t.Errorf("finish, idle paths: %d, want 1", d.Path)
+	}
+	paths = twoPaths()
+	paths[1].Queued = 200000
+	if d := p.Decide(img, paths, t0); d.Path != 0 {
+		t.Errorf("finish, 200 KB queued on 1: %d, want 0", d.Path)
+	}
+	// A rule naming a path that does not exist falls back to the cheapest.
+	q, _ := Parse("n.rules", "* -> path=nowhere")
+	if d := q.Decide(img, twoPaths(), t0); d.Path != 0 {
+		t.Errorf("unknown path name: %d, want the cheap 0", d.Path)
+	}
+	if d := q.Decide(img, nil, t0); d.Path != -1 {
+		t.Errorf("no paths: %+v", d)
+	}
+}
+
+func TestShouldTail(t *testing.T) {
+	d := Decision{Path: 0, Second: -1, Tail: 64000}
+	// 1 MB on the cheap path at 1.25 MB/s since t0.
+	tr := func(received int64, last, now time.Duration) (Transfer, time.Time) {
+		return Transfer{Path: 0, Size: 1e6, Received: received, FirstByte: t0, LastByte: t0.Add(last)}, t0.Add(now)
+	}
+	for _, tc := range []struct {
+		name           string
+		received       int64
+		last, now      time.Duration
+		lossy, slowAlt bool
+		want           int
+	}{
+		{"too much left", 900000, 720 * time.Millisecond, 720 * time.Millisecond, false, false, -1},
+		{"flowing: 40 KB in 32 ms beats 20 ms + 32 ms", 960000, 768 * time.Millisecond, 768 * time.Millisecond, false, false, -1},
+		{"stalled 200 ms", 960000, 768 * time.Millisecond, 968 * time.Millisecond, false, false, 1},
+		{"stalled, other path down", 960000, 768 * time.Millisecond, 968 * time.Millisecond, false, true, -1},
+		{"done", 1e6, 800 * time.Millisecond, 800 * time.Millisecond, false, false, -1},
+	} {
+		tf, now := tr(tc.received, tc.last, tc.now)
+		paths := twoPaths()
+		if tc.slowAlt {
+			paths[1].Up = false
+		}
+		if got := ShouldTail(d, tf, paths, now); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := ShouldTail(Decision{Path: 0, Second: -1}, Transfer{Path: 0, Size: 10, Received: 5, FirstByte: t0, LastByte: t0}, twoPaths(), t0.Add(time.Second)); got != -1 {
+		t.Errorf("no tail threshold: %d", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"", "x.rules line 1: no rules"},
+		{"# only\n\n", "x.rules line 1: no rules"},
+		{"* -> path=fast\nurgent path=fast", "x.rules line 2: want MATCHERS -> ACTIONS (or policy NAME), got \"urgent path=fast\""},
+		{"\n\nclass=picture -> path=fast", "x.rules line 3: class \"picture\": want one of [document style script async-script image font media other]"},
+		{"size>=10XB -> path=cheap", "x.rules line 1: matcher \"size>=10XB\": "},
+		{"size=10 -> path=cheap", "x.rules line 1: matcher \"size=10\": want size<N, size<=N, size>N or size>=N"},
+		{"size>10KB size<5KB -> path=cheap", "x.rules line 1: size bounds 10001..4999 match nothing"},
+		{"size<0 -> path=cheap", "x.rules line 1: matcher \"size<0\": nothing is below 0"},
+		{"urgency<=8 -> path=fast", "x.rules line 1: matcher \"urgency<=8\": urgency \"8\": want 0..7"},
+		{"loss>=2 -> path=fast", "x.rules line 1: loss \"2\": want a percentage"},
+		{"* urgent -> path=fast", "x.rules line 1: * matches everything"},
+		{"urgent bulk -> path=fast", "x.rules line 1: urgent/bulk given twice"},
+		{"urgent -> redundant", "x.rules line 1: no path=... after ->"},
+		{"urgent -> path=fast path=cheap", "x.rules line 1: action path given twice"},
+		{"urgent -> path=fast tail=0", "x.rules line 1: tail=0: leave it out"},
+		{"urgent -> path=fast fast", "x.rules line 1: unknown action \"fast\""},
+		{" -> path=fast", "x.rules line 1: no matcher before ->"},
+		{"urgent -> path=fast\npolicy late", "x.rules line 2: the policy line must come before the rules"},
+		{"policy a b\n* -> path=fast", "x.rules line 1: policy name \"a b\""},
+		{"foo -> path=fast", "x.rules line 1: unknown matcher \"foo\""},
+	} {
+		_, err := Parse("x.rules", tc.text)
+		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
+			t.Errorf("%q: error %v, want it to start with %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+func TestParseRoundTrip(t *testing.T) {
+	text := `policy mine  # a comment
+class=image,media size>100KB -> path=cheap tail=32KiB
+urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
+bulk size<1KB -> path=wifi
+* -> path=finish`
+	p, err := Parse("mine.rules", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Rules[0]
+	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 2 {
+		t.Errorf("rule 1: %+v", r)
+	}
+	if r := p.Rules[1]; r.MinLoss != 1.5 || r.MaxUrg != 1 || !r.Redundant || r.Budget != 2e6 || !*r.Urgent {
+		t.Errorf("rule 2: %+v", r)
+	}
+	if r := p.Rules[2]; r.MaxSize != 999 || *r.Urgent || r.Path != "wifi" {
+		t.Errorf("rule 3: %+v", r)
+	}
+	checkRoundTrip(t, p)
+	for _, n := range PresetNames() {
+		checkRoundTrip(t, mustPreset(t, n))
+	}
+}
+
+// checkRoundTrip: String then Parse gives p back (line numbers aside).
+func checkRoundTrip(t *testing.T, p *Policy) {
+	t.Helper()
+	q, err := Parse("again", p.String())
+	if err != nil {
+		t.Fatalf("%q: %v", p.String(), err)
+	}
+	if q.String() != p.String() || !reflect.DeepEqual(withoutLines(p), withoutLines(q)) {
+		t.Errorf("round trip:\n%s\ngave\n%s", p, q)
+	}
+}
+
+func withoutLines(p *Policy) *Policy {
+	c := &Policy{Name: p.Name, Rules: append([]Rule(nil), p.Rules...)}
+	for i := range c.Rules {
+		c.Rules[i].Line = 0
+	}
+	return c
+}
+
+func TestPresetUnknown(t *testing.T) {
+	if _, err := Load("nonesuch"); err == nil {
+		t.Error("Load(nonesuch): no error")
+	}
+	if _, err := Load("/nonexistent/x.rules"); err == nil {
+		t.Error("Load of a missing file: no error")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, n := range PresetNames() {
+		p, _ := Preset(n)
+		f.Add(p.String())
+	}
+	f.Add("policy x\nclass=image,font size>=1KB size<=1MiB urgency>=2 loss>=0.5% -> path=cheap tail=1 budget=9")
+	f.Fuzz(func(t *testing.T, text string) {
+		p, err := Parse("fuzz", text)
+		if err != nil {
+			return
+		}
+		checkRoundTrip(t, p)
+		// Every decision names a path of the state.
+		d := p.Decide(Hint{Image, 1000, 2}, twoPaths(), t0)
+		if d.Path < 0 || d.Path > 1 || d.Second > 1 || d.Second == d.Path {
+			t.Errorf("%q: decision %+v", text, d)
+		}
+	})
+}

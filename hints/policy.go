@@ -1,0 +1,167 @@
+package hints
+
+import (
+	"math"
+	"time"
+)
+
+// PathState is what the client knows of one path when it decides.
+type PathState struct {
+	Name string
+	// Up: the path's connection is established. A path still connecting
+	// may be chosen (its requests wait for the handshake); its RTT is then
+	// at least the time since DialStart.
+	Up        bool
+	DialStart time.Time
+	RTT       time.Duration // smoothed PING (or handshake) RTT; 0 unknown
+	Bandwidth float64       // bytes/s; 0 unknown
+	Loss      float64       // fraction of packets lost (0..1)
+	Cost      float64       // cost per byte (any unit: only the order matters)
+	// Sent is the body bytes already put on the path in this load
+	// (requested, counting known sizes), for budgets.
+	Sent int64
+	// Queued is the body bytes requested on the path and not yet received,
+	// for finish-time estimates.
+	Queued int64
+}
+
+// rtt is the path's RTT or, while it connects, the lower bound now gives.
+func (p PathState) rtt(now time.Time) time.Duration {
+	if !p.Up && !p.DialStart.IsZero() {
+		return max(p.RTT, now.Sub(p.DialStart))
+	}
+	return p.RTT
+}
+
+// finish estimates when size more bytes would be done on the path: one RTT
+// plus what is queued ahead and the object at its bandwidth (the RTT alone
+// when the bandwidth is unknown).
+func (p PathState) finish(size int64, now time.Time) time.Duration {
+	d := p.rtt(now)
+	if p.Bandwidth > 0 && size > 0 {
+		d += time.Duration(float64(p.Queued+size) / p.Bandwidth * float64(time.Second))
+	}
+	return d
+}
+
+// Decision is where one request goes.
+type Decision struct {
+	Path int // index into the path states
+	// Second, if >= 0, is the path of a redundant copy: the first response
+	// to complete wins and the other is cancelled.
+	Second int
+	// Tail, if > 0, is the re-request threshold: once at most Tail bytes
+	// remain and the other path would deliver them sooner (ShouldTail), they
+	// are requested again by Range on it.
+	Tail int64
+	Rule int // the rule's line in its file (0: no rule matched)
+}
+
+// Redundant reports whether the request goes on two paths.
+func (d Decision) Redundant() bool { return d.Second >= 0 }
+
+// Decide places one request. No path: Decision{Path: -1}.
+func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
+	d := Decision{Path: -1, Second: -1}
+	if len(paths) == 0 {
+		return d
+	}
+	r, ok := p.match(h, paths)
+	if !ok {
+		d.Path = pick(Finish, h, paths, now, -1, nil)
+		return d
+	}
+	d.Rule, d.Tail = r.Line, r.Tail
+	over := func(i int) bool {
+		return r.Budget > 0 && paths[i].Sent+max(h.Size, 0) > r.Budget
+	}
+	d.Path = pick(r.Path, h, paths, now, -1, over)
+	if d.Path < 0 {
+		// Every path of the preference is over its budget: the rule's
+		// fallback is the cheapest path.
+		d.Path = pick(Cheap, h, paths, now, -1, nil)
+	}
+	if r.Redundant && len(paths) > 1 {
+		d.Second = pick(Fast, h, paths, now, d.Path, over)
+		if d.Second == d.Path {
+			d.Second = -1
+		}
+	}
+	if len(paths) < 2 {
+		d.Tail = 0
+	}
+	return d
+}
+
+// pick returns the path the preference names among those not excluded
+// (skip, or over its budget), or -1.
+func pick(pref string, h Hint, paths []PathState, now time.Time, skip int, over func(int) bool) int {
+	best, bestKey := -1, math.Inf(1)
+	for i, ps := range paths {
+		if i == skip || (over != nil && over(i)) {
+			continue
+		}
+		var key float64
+		switch pref {
+		case Fast:
+			key = float64(ps.rtt(now))
+		case Cheap:
+			// Cost first; among equal costs the faster path.
+			key = ps.Cost*1e12 + float64(ps.rtt(now))/1e3
+		case Finish:
+			key = float64(ps.finish(max(h.Size, 0), now))
+		default:
+			if ps.Name != pref {
+				continue
+			}
+		}
+		if key < bestKey {
+			best, bestKey = i, key
+		}
+	}
+	return best
+}
+
+// Transfer is one response in flight, for ShouldTail.
+type Transfer struct {
+	Path      int
+	Size      int64 // body bytes; <= 0 unknown (no tail)
+	Received  int64
+	FirstByte time.Time // zero: no byte yet
+	LastByte  time.Time
+}
+
+// ShouldTail decides whether the rest of t, from offset Received, is asked
+// for again on another path, and which: when at most d.Tail bytes remain
+// and that path's RTT plus the rest at its bandwidth ends before the
+// transfer's own path delivers them at the rate it has shown so far. A
+// transfer silent for longer than its path's RTT counts the silence again,
+// as a stall that may last as long (loss recovery). -1: no tail.
+func ShouldTail(d Decision, t Transfer, paths []PathState, now time.Time) int {
+	rest := t.Size - t.Received
+	if d.Tail <= 0 || t.Size <= 0 || rest <= 0 || rest > d.Tail || t.FirstByte.IsZero() || t.Path < 0 || t.Path >= len(paths) {
+		return -1
+	}
+	own := paths[t.Path]
+	rate := own.Bandwidth
+	if el := t.LastByte.Sub(t.FirstByte); el > 0 && t.Received > 0 {
+		rate = float64(t.Received) / el.Seconds()
+	}
+	if rate <= 0 {
+		return -1
+	}
+	eta := time.Duration(float64(rest) / rate * float64(time.Second))
+	if silent := now.Sub(t.LastByte); silent > own.rtt(now) {
+		eta += silent
+	}
+	best, bestETA := -1, eta
+	for i, ps := range paths {
+		if i == t.Path || !ps.Up {
+			continue
+		}
+		if e := ps.finish(rest, now); e < bestETA {
+			best, bestETA = i, e
+		}
+	}
+	return best
+}

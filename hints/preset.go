@@ -1,0 +1,72 @@
+package hints
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// presets are the named policies, as rule files. The expensive path is the
+// fast one in the talk's setting (cellular beside a cheap, slower link).
+var presets = map[string]string{
+	// Everything on the lowest-RTT path, or on the cheapest: each path
+	// alone, through the same client.
+	"single-fast":  "* -> path=fast",
+	"single-cheap": "* -> path=cheap",
+	// The talk's first optimisation: urgent resources (document, style
+	// sheets, blocking scripts) on the fast path, the bulk on the cheap one.
+	"urgent-fast": "urgent -> path=fast\n* -> path=cheap",
+	// The second: latency-critical requests on both paths, the slower copy
+	// cancelled; the bulk on the cheap path.
+	"redundant-urgent": "urgent -> path=fast redundant\n* -> path=cheap",
+	// The third: urgent-fast, and a bulk response's last 64 KB asked for
+	// again on the other path when that would deliver them sooner.
+	"tail": "urgent -> path=fast\n* -> path=cheap tail=64KB",
+	// urgent-fast, with the redundancy only when a path loses packets.
+	"adaptive": "loss>=0.5% urgent -> path=fast redundant\nurgent -> path=fast\n* -> path=cheap tail=64KB",
+}
+
+// PresetNames lists the presets, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns a named policy.
+func Preset(name string) (*Policy, error) {
+	text, ok := presets[name]
+	if !ok {
+		return nil, fmt.Errorf("no policy preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	p, err := Parse("preset "+name, text)
+	if err != nil {
+		return nil, err // a preset that does not parse fails TestPresets
+	}
+	p.Name = name
+	return p, nil
+}
+
+// Load returns a preset by name, or reads a rule file (a name containing
+// '/' or ending in .rules is a file).
+func Load(nameOrFile string) (*Policy, error) {
+	if !strings.Contains(nameOrFile, "/") && !strings.HasSuffix(nameOrFile, ".rules") {
+		return Preset(nameOrFile)
+	}
+	b, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(nameOrFile, string(b))
+	if err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		p.Name = nameOrFile
+	}
+	return p, nil
+}

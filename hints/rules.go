@@ -1,0 +1,392 @@
+package hints
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shunt-net/shunt/content"
+)
+
+// Path preferences of a rule (besides a path's name).
+const (
+	Fast   = "fast"   // the lowest RTT
+	Cheap  = "cheap"  // the lowest cost per byte, then the lowest RTT
+	Finish = "finish" // the earliest estimated completion (RTT + queue + size at bandwidth)
+)
+
+// Policy is an ordered list of rules: the first whose matchers all hold
+// decides; a request no rule matches goes where it would finish first.
+//
+// A rule file has one rule per line, '#' starts a comment, and an optional
+// first line "policy NAME" names it:
+//
+//	policy urgent-fast
+//	urgent -> path=fast
+//	class=image size>=100KB -> path=cheap tail=32KB
+//	loss>=1% urgency<=1 -> path=fast redundant budget=500KB
+//	* -> path=cheap
+//
+// Matchers: "*" (any request), "urgent" / "bulk" (document, style and
+// blocking script, or anything else), "class=C[,C...]", "size<N", "size<=N",
+// "size>N", "size>=N" (N in bytes, with KB/MB/KiB/MiB units; a request of
+// unknown size matches no size matcher), "urgency<=U", "urgency>=U" (RFC 9218,
+// 0..7), "loss>=P%" (the worst path's loss). Actions: "path=fast|cheap|finish|NAME"
+// (required), "redundant" (a copy on a second path; the first to complete
+// wins), "tail=N" (re-request the last N bytes on the other path when it
+// would deliver them sooner), "budget=N" (the preferred path takes this rule's
+// request only while its bytes in this load stay within N; else the cheapest
+// path).
+type Policy struct {
+	Name  string
+	Rules []Rule
+}
+
+// Rule is one line of a policy.
+type Rule struct {
+	Line    int     // in its file; 0 if built in code
+	Classes []Class // nil: any
+	Urgent  *bool   // urgent / bulk; nil: either
+	MinSize int64   // inclusive; -1 none
+	MaxSize int64   // inclusive; -1 none
+	MinUrg  int     // -1 none
+	MaxUrg  int     // -1 none
+	MinLoss float64 // percent (as written, so files round-trip exactly); 0 none
+
+	Path      string
+	Redundant bool
+	Tail      int64
+	Budget    int64
+}
+
+func anyRule() Rule { return Rule{MinSize: -1, MaxSize: -1, MinUrg: -1, MaxUrg: -1} }
+
+func (r *Rule) matches(h Hint, paths []PathState) bool {
+	if r.Classes != nil && !slices.Contains(r.Classes, h.Class) {
+		return false
+	}
+	if r.Urgent != nil && *r.Urgent != h.Urgent() {
+		return false
+	}
+	if (r.MinSize >= 0 || r.MaxSize >= 0) && h.Size < 0 {
+		return false
+	}
+	if (r.MinSize >= 0 && h.Size < r.MinSize) || (r.MaxSize >= 0 && h.Size > r.MaxSize) {
+		return false
+	}
+	if (r.MinUrg >= 0 || r.MaxUrg >= 0) && h.Urgency < 0 {
+		return false
+	}
+	if (r.MinUrg >= 0 && h.Urgency < r.MinUrg) || (r.MaxUrg >= 0 && h.Urgency > r.MaxUrg) {
+		return false
+	}
+	if r.MinLoss > 0 {
+		worst := 0.0
+		for _, p := range paths {
+			worst = max(worst, p.Loss)
+		}
+		if worst*100 < r.MinLoss {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Policy) match(h Hint, paths []PathState) (*Rule, bool) {
+	for i := range p.Rules {
+		if p.Rules[i].matches(h, paths) {
+			return &p.Rules[i], true
+		}
+	}
+	return nil, false
+}
+
+// LineError is a rule file error naming the file and line.
+type LineError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Msg) }
+
+// Parse reads a rule file; file names it in errors.
+func Parse(file, text string) (*Policy, error) {
+	p := &Policy{}
+	for n, line := range strings.Split(text, "\n") {
+		ln := n + 1
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		errf := func(format string, args ...any) error {
+			return &LineError{File: file, Line: ln, Msg: fmt.Sprintf(format, args...)}
+		}
+		if name, ok := strings.CutPrefix(line, "policy "); ok {
+			name = strings.TrimSpace(name)
+			switch {
+			case p.Name != "":
+				return nil, errf("a second policy line (the policy is %q)", p.Name)
+			case len(p.Rules) > 0:
+				return nil, errf("the policy line must come before the rules")
+			case !validName(name):
+				return nil, errf("policy name %q: want letters, digits, '-', '_' or '.'", name)
+			}
+			p.Name = name
+			continue
+		}
+		lhs, rhs, ok := strings.Cut(line, "->")
+		if !ok {
+			return nil, errf("want MATCHERS -> ACTIONS (or policy NAME), got %q", line)
+		}
+		r, err := parseRule(strings.Fields(lhs), strings.Fields(rhs))
+		if err != nil {
+			return nil, errf("%v", err)
+		}
+		r.Line = ln
+		p.Rules = append(p.Rules, r)
+	}
+	if len(p.Rules) == 0 {
+		return nil, &LineError{File: file, Line: 1, Msg: "no rules"}
+	}
+	return p, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseRule(matchers, actions []string) (Rule, error) {
+	r := anyRule()
+	if len(matchers) == 0 {
+		return r, fmt.Errorf("no matcher before -> (use * for every request)")
+	}
+	seen := map[string]bool{}
+	once := func(key string) error {
+		if seen[key] {
+			return fmt.Errorf("%s given twice", key)
+		}
+		seen[key] = true
+		return nil
+	}
+	for _, m := range matchers {
+		var err error
+		switch {
+		case m == "*":
+			if len(matchers) > 1 {
+				return r, fmt.Errorf("* matches everything: no other matcher beside it")
+			}
+		case m == "urgent" || m == "bulk":
+			if err = once("urgent/bulk"); err == nil {
+				u := m == "urgent"
+				r.Urgent = &u
+			}
+		case strings.HasPrefix(m, "class="):
+			if err = once("class"); err != nil {
+				break
+			}
+			for _, c := range strings.Split(m[len("class="):], ",") {
+				if !validClass(c) {
+					return r, fmt.Errorf("class %q: want one of %v", c, Classes)
+				}
+				if slices.Contains(r.Classes, Class(c)) {
+					return r, fmt.Errorf("class %s listed twice", c)
+				}
+				r.Classes = append(r.Classes, Class(c))
+			}
+		case strings.HasPrefix(m, "size"):
+			err = parseBound(m, "size", &r.MinSize, &r.MaxSize, parseBytes, once)
+		case strings.HasPrefix(m, "urgency"):
+			err = parseBound(m, "urgency", &r.MinUrg, &r.MaxUrg, parseUrgencyValue, once)
+		case strings.HasPrefix(m, "loss>="):
+			if err = once("loss"); err == nil {
+				r.MinLoss, err = parsePercent(m[len("loss>="):])
+			}
+		default:
+			err = fmt.Errorf("unknown matcher %q", m)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	for _, a := range actions {
+		k, v, hasV := strings.Cut(a, "=")
+		if err := once("action " + k); err != nil {
+			return r, err
+		}
+		var err error
+		switch {
+		case k == "path" && hasV:
+			if v == "" || !validName(v) {
+				err = fmt.Errorf("path %q: want fast, cheap, finish or a path's name", v)
+			}
+			r.Path = v
+		case k == "redundant" && !hasV:
+			r.Redundant = true
+		case k == "tail" && hasV:
+			r.Tail, err = parseBytes(v)
+			if err == nil && r.Tail == 0 {
+				err = fmt.Errorf("tail=0: leave it out for no tail")
+			}
+		case k == "budget" && hasV:
+			r.Budget, err = parseBytes(v)
+			if err == nil && r.Budget == 0 {
+				err = fmt.Errorf("budget=0: leave it out for no budget")
+			}
+		default:
+			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, budget=N)", a)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	if r.Path == "" {
+		return r, fmt.Errorf("no path=... after ->")
+	}
+	return r, nil
+}
+
+// parseBound reads KEY<N, KEY<=N, KEY>N or KEY>=N into an inclusive bound.
+func parseBound[T int | int64](m, key string, lo, hi *T, parse func(string) (int64, error), once func(string) error) error {
+	rest := m[len(key):]
+	var op string
+	for _, o := range []string{"<=", ">=", "<", ">"} {
+		if strings.HasPrefix(rest, o) {
+			op = o
+			break
+		}
+	}
+	if op == "" {
+		return fmt.Errorf("matcher %q: want %s<N, %s<=N, %s>N or %s>=N", m, key, key, key, key)
+	}
+	n, err := parse(rest[len(op):])
+	if err != nil {
+		return fmt.Errorf("matcher %q: %v", m, err)
+	}
+	switch op {
+	case "<":
+		if n == 0 {
+			return fmt.Errorf("matcher %q: nothing is below 0", m)
+		}
+		op, n = "<=", n-1
+	case ">":
+		if n == math.MaxInt64 {
+			return fmt.Errorf("matcher %q: out of range", m)
+		}
+		op, n = ">=", n+1
+	}
+	if op == "<=" {
+		if err := once(key + " upper bound"); err != nil {
+			return err
+		}
+		*hi = T(n)
+	} else {
+		if err := once(key + " lower bound"); err != nil {
+			return err
+		}
+		*lo = T(n)
+	}
+	if *lo >= 0 && *hi >= 0 && *lo > *hi {
+		return fmt.Errorf("%s bounds %d..%d match nothing", key, *lo, *hi)
+	}
+	return nil
+}
+
+func parseBytes(s string) (int64, error) {
+	n, err := content.ParseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("size %q: negative", s)
+	}
+	return n, nil
+}
+
+func parseUrgencyValue(s string) (int64, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 7 {
+		return 0, fmt.Errorf("urgency %q: want 0..7", s)
+	}
+	return int64(n), nil
+}
+
+// parsePercent reads P% (0 < P <= 100).
+func parsePercent(s string) (float64, error) {
+	v, ok := strings.CutSuffix(s, "%")
+	f, err := strconv.ParseFloat(v, 64)
+	if !ok || err != nil || !(f > 0 && f <= 100) {
+		return 0, fmt.Errorf("loss %q: want a percentage above 0 and at most 100, such as 1%%", s)
+	}
+	return f, nil
+}
+
+// String writes p as a rule file that Parse reads back to the same policy
+// (line numbers aside).
+func (p *Policy) String() string {
+	var b strings.Builder
+	if p.Name != "" {
+		b.WriteString("policy " + p.Name + "\n")
+	}
+	for _, r := range p.Rules {
+		b.WriteString(r.String() + "\n")
+	}
+	return b.String()
+}
+
+// String writes one rule line.
+func (r Rule) String() string {
+	var m []string
+	if r.Urgent != nil {
+		m = append(m, map[bool]string{true: "urgent", false: "bulk"}[*r.Urgent])
+	}
+	if r.Classes != nil {
+		cs := make([]string, len(r.Classes))
+		for i, c := range r.Classes {
+			cs[i] = string(c)
+		}
+		m = append(m, "class="+strings.Join(cs, ","))
+	}
+	if r.MinSize >= 0 {
+		m = append(m, "size>="+strconv.FormatInt(r.MinSize, 10))
+	}
+	if r.MaxSize >= 0 {
+		m = append(m, "size<="+strconv.FormatInt(r.MaxSize, 10))
+	}
+	if r.MinUrg >= 0 {
+		m = append(m, "urgency>="+strconv.Itoa(r.MinUrg))
+	}
+	if r.MaxUrg >= 0 {
+		m = append(m, "urgency<="+strconv.Itoa(r.MaxUrg))
+	}
+	if r.MinLoss > 0 {
+		m = append(m, "loss>="+strconv.FormatFloat(r.MinLoss, 'g', -1, 64)+"%")
+	}
+	if len(m) == 0 {
+		m = []string{"*"}
+	}
+	a := []string{"path=" + r.Path}
+	if r.Redundant {
+		a = append(a, "redundant")
+	}
+	if r.Tail > 0 {
+		a = append(a, "tail="+strconv.FormatInt(r.Tail, 10))
+	}
+	if r.Budget > 0 {
+		a = append(a, "budget="+strconv.FormatInt(r.Budget, 10))
+	}
+	return strings.Join(m, " ") + " -> " + strings.Join(a, " ")
+}
