@@ -104,7 +104,23 @@ type Options struct {
 	// arrived on any path for this long (at most 20 times it), so Received
 	// and TailBytes include the tail bytes still in flight.
 	Settle time.Duration
+	// HandOver, if set, is shown the response to the download's first
+	// request (the whole object, without Range; Size unknown) on the
+	// goroutine that received it, before the scheduler sees it; it decides
+	// from the status and headers and must not touch the body. If it
+	// returns true, the download ends with a *HandedOver error carrying the
+	// response: its body streams as an ordinary response on that one path
+	// (HTTP/2 window refilled as it is read) and lives on the context given
+	// to Download. For responses not worth splitting: an error status, a
+	// small object, a server without ranges.
+	HandOver func(res *http.Response) bool
 }
+
+// HandedOver ends a download whose first response went to the caller
+// (Options.HandOver); the caller reads and closes Response.Body.
+type HandedOver struct{ Response *http.Response }
+
+func (*HandedOver) Error() string { return "mph2: response handed over to the caller" }
 
 // Result is what one download did.
 type Result struct {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -299,29 +298,5 @@ func TestParsePath(t *testing.T) {
 	p, _ := ParsePath("cell0=10.1.0.1")
 	if got, _ := p.target(context.Background(), "example.com:443"); got != "10.1.0.1:443" {
 		t.Errorf("mapped target %q, want 10.1.0.1:443", got)
-	}
-}
-
-func TestTransport(t *testing.T) {
-	base := startServer(t, nil)
-	const size = 2<<20 + 12345
-	c := &Client{Paths: []Path{loopPath("a", 8e6, 0), loopPath("b", 3e6, 0)}}
-	defer c.Close()
-	hc := &http.Client{Transport: &Transport{Client: c}}
-	res, err := hc.Get(fmt.Sprintf("%s/gen/%d", base, size))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 || res.ContentLength != size {
-		t.Fatalf("status %d, length %d; want 200, %d", res.StatusCode, res.ContentLength, size)
-	}
-	v := content.NewVerifier(0)
-	n, err := io.Copy(v, res.Body)
-	if err != nil || n != size {
-		t.Fatalf("body: %d bytes, %v; want %d", n, err, size)
-	}
-	if _, err := hc.Post(base+"/gen/1", "text/plain", nil); err == nil {
-		t.Fatal("POST without Fallback succeeded")
 	}
 }

@@ -28,6 +28,7 @@ const (
 	evPathDown // the path's connection failed
 	evSuspend  // the path went silent: PING unanswered, no frame, for its timeout
 	evResume   // a silent path answered or delivered again
+	evHanded   // the first response went to the caller (Options.HandOver)
 )
 
 // event is what the helper goroutines report to the owner.
@@ -76,6 +77,11 @@ type download struct {
 	s     *multipath.Scheduler
 	start time.Time
 
+	// parent is Download's context: a response handed over outlives the
+	// download on it.
+	parent context.Context
+	asked  bool // the first request has been made
+
 	events  chan event
 	wg      sync.WaitGroup
 	conns   []*pathConn
@@ -106,6 +112,7 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 		conns:   make([]*pathConn, n), data0: make([]int64, n), body: make([]int64, n),
 		down: make([]bool, n), errs: make([]string, n),
 		suspensions: make([]int, n), suspendedAt: make([]time.Time, n), suspended: make([]time.Duration, n), progress: start}
+	d.parent = ctx
 	d.ctx, d.stopC = context.WithCancel(ctx)
 	return d
 }
@@ -113,6 +120,9 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 // stop ends the helpers and waits for them.
 func (d *download) stop() {
 	d.stopC()
+	for _, st := range d.streams {
+		st.cancel() // the first one's context is not d.ctx's
+	}
 	d.wg.Wait()
 }
 
@@ -190,6 +200,9 @@ func (d *download) handle(ev event) error {
 		return d.suspend(now, ev.path, ev.err)
 	case evResume:
 		return d.resume(now, ev.path)
+	case evHanded:
+		delete(d.streams, ev.stream) // its context is the caller's now
+		return &HandedOver{ev.res}
 	}
 	st := d.streams[ev.stream]
 	if st == nil {
@@ -394,7 +407,13 @@ func (d *download) grantPath(now time.Time, p int) {
 
 // request opens the scheduler's stream a on its path.
 func (d *download) request(a multipath.Action) {
-	ctx, cancel := context.WithCancel(d.ctx)
+	first := d.o.HandOver != nil && !d.asked && a.Start == 0 && a.End < 0
+	d.asked = true
+	parent := d.ctx
+	if first {
+		parent = d.parent
+	}
+	ctx, cancel := context.WithCancel(parent)
 	st := &stream{id: a.Stream, path: int(a.Path), start: a.Start, end: a.End, first: a.Start, cancel: cancel, limit: -1}
 	d.streams[st.id] = st
 	pc := d.conns[st.path]
@@ -409,7 +428,7 @@ func (d *download) request(a multipath.Action) {
 		d.s.OnGrant(st.id, a.Start+window)
 	}
 	d.wg.Add(1)
-	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window)
+	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window, first)
 	// Whether the window is manual is known once the path's protocol is;
 	// only HTTP/2 streams get one.
 	st.manual = window > 0
@@ -417,7 +436,7 @@ func (d *download) request(a multipath.Action) {
 
 // fetch runs one request on its own goroutine: headers, then the body in
 // buffers handed to the owner, then the end.
-func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *pathConn, a, b, window int64) {
+func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *pathConn, a, b, window int64, offer bool) {
 	defer d.wg.Done()
 	select {
 	case <-pc.ready:
@@ -451,6 +470,15 @@ func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *
 		end(err)
 		return
 	}
+	if offer && d.o.HandOver(res) {
+		if h2s != nil && window > 0 {
+			res.Body = refill(res.Body, h2s)
+		}
+		if !d.send(event{kind: evHanded, stream: id, path: p, res: res}) {
+			res.Body.Close()
+		}
+		return
+	}
 	defer res.Body.Close()
 	first, size, err := bodyRange(res)
 	if err != nil {
@@ -479,6 +507,31 @@ func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *
 			return
 		}
 	}
+}
+
+// handOverWindow is the credit a handed-over response keeps ahead of what
+// its reader has taken: 4 MiB, a bandwidth-delay product of 100 Mbit/s at
+// 300 ms.
+const handOverWindow = 4 << 20
+
+// refill turns a manual stream's body into an ordinary one: handOverWindow
+// of credit at once, then every byte read is credited again.
+func refill(body io.ReadCloser, s *h2.Stream) io.ReadCloser {
+	s.GrowWindow(handOverWindow)
+	return &refillBody{body, s}
+}
+
+type refillBody struct {
+	io.ReadCloser
+	s *h2.Stream
+}
+
+func (b *refillBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.s.GrowWindow(uint32(n)) // fails only once the stream has ended
+	}
+	return n, err
 }
 
 // bodyRange returns the object offset of a response body's first byte and

@@ -6,12 +6,28 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/shunt-net/shunt/h2"
 )
 
-// Transport is an http.RoundTripper that turns plain GETs into multipath
-// downloads, the body streamed to the caller in order.
+// Transport is an http.RoundTripper over MP-H2's paths. A GET whose
+// response is large enough (SplitMin) and rangeable (200 with a
+// Content-Length and "Accept-Ranges: bytes") is split by byte ranges over
+// every path (MP-H2's unknown-size start: the first path's whole-object GET
+// learns the size, the others request their shares at once); the caller
+// receives a 200 with the object's Content-Length and a body streamed in
+// order. Every other response (an error status, a small or unrangeable
+// object, a body of unknown length) is the first path's response, passed
+// through as it came. Requests that are not a plain GET (another method, a
+// body, a Range or a conditional header of the caller's own) go as they are
+// on the first path whose connection works.
+//
+// A split body that cannot be completed (no path left, the stall timeout)
+// ends with an error from Read, never with a silent EOF.
 //
 // Memory: bytes that arrive ahead of the next in-order byte are held until
 // the gap before them fills. The gap is the part a slower path still owes,
@@ -20,21 +36,40 @@ import (
 // into a file (Client.Download) for objects too large for that.
 type Transport struct {
 	Client *Client
-	// Fallback carries requests that are not a plain GET (a method other
-	// than GET, a body, or a Range header of the caller's own); nil means
-	// such requests fail.
-	Fallback http.RoundTripper
-	// Options are the base options of every download (Size, Progress and
-	// Settle are honoured; OnResponse and Header are the Transport's).
+	// SplitMin is the smallest object split over the paths; smaller ones
+	// stay on the first path's response. Default DefaultSplitMin.
+	SplitMin int64
+	// Options are the base options of every download (Progress and Settle
+	// are honoured; Size, OnResponse, HandOver and Header are the
+	// Transport's).
 	Options Options
 }
 
+// DefaultSplitMin is Transport.SplitMin's default: 256 KiB, about two
+// round trips' worth of a 10 Mbit/s, 100 ms path, below which a second
+// path's request would hardly arrive before the first path is done.
+const DefaultSplitMin = 256 << 10
+
+func (t *Transport) splitMin() int64 {
+	if t.SplitMin > 0 {
+		return t.SplitMin
+	}
+	return DefaultSplitMin
+}
+
+// passHeaders make a GET the caller's own: its response is not the whole
+// object, or not ours to assemble from ranges.
+var passHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) || req.Header.Get("Range") != "" {
-		if t.Fallback == nil {
-			return nil, fmt.Errorf("mph2: Transport handles plain GETs only (got %s with Range %q), and has no Fallback", req.Method, req.Header.Get("Range"))
-		}
-		return t.Fallback.RoundTrip(req)
+	if len(t.Client.Paths) == 0 {
+		return nil, errors.New("mph2: Transport's Client has no paths")
+	}
+	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
+		return nil, fmt.Errorf("mph2: Transport: URL %v: want http:// or https:// with a host", req.URL)
+	}
+	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) || slices.ContainsFunc(passHeaders, func(h string) bool { return req.Header.Get(h) != "" }) {
+		return t.passThrough(req)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	body := &orderedBody{pending: map[int64][]byte{}, cancel: cancel}
@@ -46,8 +81,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	heads := make(chan head, 1)
 	failed := make(chan error, 1)
 	o := t.Options
+	o.Size = 0
 	o.Header = req.Header
 	o.OnResponse = func(_ int, h http.Header, size int64) { heads <- head{h.Clone(), size} }
+	o.HandOver = func(res *http.Response) bool {
+		if res.StatusCode == http.StatusOK && res.ContentLength >= t.splitMin() && rangeable(res.Header) {
+			return false
+		}
+		return true
+	}
 	go func() {
 		_, err := t.Client.Download(ctx, req.URL.String(), body, o)
 		body.finish(err)
@@ -67,9 +109,57 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return &http.Response{Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/2.0", ProtoMajor: 2,
 			Header: hd.h, ContentLength: hd.size, Body: body, Request: req}, nil
 	case err := <-failed:
+		var ho *HandedOver
+		if errors.As(err, &ho) {
+			res := ho.Response
+			res.Body = &cancelBody{res.Body, cancel}
+			res.Request = req
+			return res, nil
+		}
 		cancel()
 		return nil, err
 	}
+}
+
+// rangeable: the server says it serves byte ranges of this representation
+// (not, say, of a body it compresses on the fly).
+func rangeable(h http.Header) bool {
+	return strings.EqualFold(strings.TrimSpace(h.Get("Accept-Ranges")), "bytes")
+}
+
+// passThrough sends req as it is on the first path whose connection to the
+// server works.
+func (t *Transport) passThrough(req *http.Request) (*http.Response, error) {
+	var errs []error
+	for i := range t.Client.Paths {
+		pc := t.Client.conn(i, req.URL)
+		select {
+		case <-pc.ready:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+		if pc.err != nil {
+			errs = append(errs, pc.err)
+			continue
+		}
+		if pc.h1 != nil {
+			return pc.h1.RoundTrip(req)
+		}
+		return pc.h2.RoundTripOpts(req, h2.StreamOptions{ReceiveWindow: handOverWindow})
+	}
+	return nil, fmt.Errorf("mph2: %s %s: no path reaches the server: %w", req.Method, req.URL, errors.Join(errs...))
+}
+
+// cancelBody ends the request's context once the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // orderedBody reassembles bytes written at offsets into a stream.
