@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ const (
 //	mode=mptcp         one h2c connection over kernel MPTCP, first subflow
 //	                   on the first path
 //
+// player=dashjs plays with the reference player instead of package dash's:
+// dash.js (npm dashjs, its own adaptation) in headless Chromium, in modes
+// single (the first path only: Chromium takes the main route) and mptcp
+// (mptcpize makes Chromium's sockets MPTCP ones); abr does not apply.
+//
 // content=DIR is a directory made by scripts/dash-content (DIR/video.mpd);
 // segments=N plays only the first N segments. Every run opens fresh
 // connections, warmed by fetching the MPD on every path before playing.
@@ -60,11 +66,13 @@ type Config struct {
 	Content  string           `param:"content" help:"directory made by scripts/dash-content"`
 	Segments int              `param:"segments" help:"play only the first N segments (0: all)"`
 	CC       string           `param:"cc" help:"congestion control, both ends"`
+	Player   string           `param:"player" enum:"go,dashjs" help:"the player: package dash's, or dash.js in headless Chromium"`
+	DashJS   string           `param:"dashjs" help:"dash.all.min.js of npm's dashjs, for player dashjs"`
 }
 
 // DefaultConfig is MP-H2+FS+BW/L with ExoPlayer's adaptation.
 func DefaultConfig() Config {
-	return Config{Mode: "mph2-fs-bwl", ABR: "exo", CC: origin.CC}
+	return Config{Mode: "mph2-fs-bwl", ABR: "exo", CC: origin.CC, Player: "go", DashJS: DashJSFile}
 }
 
 // Validate checks the options together.
@@ -78,6 +86,10 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.chunk", strconv.FormatInt(int64(c.Chunk), 10), "mode mhttp needs chunk=SIZE, a positive size")
 	case c.Segments < 0:
 		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "want 0 (all) or more")
+	case c.Player == "dashjs" && c.Mode != "single" && c.Mode != "mptcp":
+		return experiment.Errorf("params.mode", c.Mode, "player dashjs plays in modes single and mptcp")
+	case c.Player == "dashjs" && c.Segments != 0:
+		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "player dashjs plays the whole video")
 	}
 	return nil
 }
@@ -94,6 +106,17 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	}
 	if c.Mode == "single" && !hasPath(paths, c.Path) {
 		return nil, &experiment.FieldError{Field: "params.path", Value: c.Path, Err: fmt.Errorf("no such path in condition %s", env.Condition.Name)}
+	}
+	player := "shunt dash player (" + c.Mode + ", " + c.ABR + ")"
+	if c.Player == "dashjs" {
+		if c.Mode == "single" && c.Path != paths[0].Name {
+			return nil, &experiment.FieldError{Field: "params.path", Value: c.Path, Err: fmt.Errorf("Chromium takes the main route, path %s, and cannot be bound to another", paths[0].Name)}
+		}
+		v, err := checkDashJS(c.DashJS)
+		if err != nil {
+			return nil, err
+		}
+		player = "dash.js " + v + " in headless Chromium (" + c.Mode + ")"
 	}
 	data, err := os.ReadFile(filepath.Join(c.Content, "video.mpd"))
 	if err != nil {
@@ -122,17 +145,21 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	var h http.Handler = hd
+	if c.Player == "dashjs" {
+		h = playerHandler(hd, c.DashJS)
+	}
 	mptcp := c.Mode == "mptcp"
 	ln, err := env.Net.Servers()[0].Listen("tcp", addr, experiment.SockOpts{CC: c.CC, MPTCP: mptcp})
 	if err != nil {
 		hd.Close()
 		return nil, err
 	}
-	srv := &server.Server{Handler: hd, CC: c.CC, MPTCP: mptcp, ErrorLog: log.New(env.Log, "shunt server "+addr+": ", log.LstdFlags)}
+	srv := &server.Server{Handler: h, CC: c.CC, MPTCP: mptcp, ErrorLog: log.New(env.Log, "shunt server "+addr+": ", log.LstdFlags)}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln) }()
-	s := &Session{c: c, env: env, m: m, mpd: mpdURL.String(), sums: sums, cache: estimate.NewCache(0)}
+	s := &Session{c: c, env: env, m: m, addr: addr, mpd: mpdURL.String(), sums: sums, cache: estimate.NewCache(0), player: player}
 	s.close = func() error { cancel(); <-done; return hd.Close() }
 	return s, nil
 }
@@ -168,18 +195,20 @@ func hashFiles(dir string) (map[string][32]byte, error) {
 
 // Session plays the video of one condition.
 type Session struct {
-	c     Config
-	env   *experiment.Env
-	m     *dash.Manifest
-	mpd   string
-	sums  map[string][32]byte
-	cache *estimate.Cache // MP-H2+FS+BW/L's estimates, across the session's runs
-	close func() error
+	c      Config
+	env    *experiment.Env
+	m      *dash.Manifest
+	addr   string // the server's HOST:PORT
+	mpd    string
+	sums   map[string][32]byte
+	cache  *estimate.Cache // MP-H2+FS+BW/L's estimates, across the session's runs
+	player string
+	close  func() error
 }
 
 func (s *Session) Info() map[string]string {
 	return map[string]string{"server": "shunt (in-process)", "server_cc": s.c.CC + " (per socket)",
-		"client": "shunt dash player (" + s.c.Mode + ", " + s.c.ABR + ")",
+		"client": s.player,
 		"video":  fmt.Sprintf("%v in %d segments of %v, %d rungs", s.m.Duration, len(s.m.Reps[0].Segments), s.m.SegmentDuration, len(s.m.Reps))}
 }
 
@@ -237,22 +266,36 @@ func (s *Session) fetcher(ctx context.Context) (f dash.Fetcher, done func(), err
 }
 
 func (s *Session) Run(ctx context.Context, _ *experiment.Run) (experiment.Result, error) {
+	play := s.play
+	if s.c.Player == "dashjs" {
+		play = s.playDashJS
+	}
+	res, err := play(ctx)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	return s.result(res), nil
+}
+
+// play plays the video with package dash's player and the mode's fetcher.
+func (s *Session) play(ctx context.Context) (*dash.Result, error) {
 	f, done, err := s.fetcher(ctx)
 	if done != nil {
 		defer done()
 	}
 	if err != nil {
-		return experiment.Result{}, fmt.Errorf("warm-up: %w", err)
+		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	var abr dash.ABR = dash.NewExo()
 	if s.c.ABR == "bola" {
 		abr = dash.NewBOLA()
 	}
 	p := &dash.Player{Manifest: s.m, ABR: abr, Fetcher: f, Segments: s.c.Segments, Verify: s.verify}
-	res, err := p.Play(ctx)
-	if err != nil {
-		return experiment.Result{}, err
-	}
+	return p.Play(ctx)
+}
+
+// result is a playback's metrics, counts and per-segment info.
+func (s *Session) result(res *dash.Result) experiment.Result {
 	out := experiment.Result{
 		Metrics: map[string]float64{
 			"startup": res.Startup.Seconds(), "stall": res.StallTime().Seconds(),
@@ -277,7 +320,7 @@ func (s *Session) Run(ctx context.Context, _ *experiment.Run) (experiment.Result
 	out.Info[SegmentKbpsInfo] = strings.Join(kbps, ",")
 	out.Info[SegmentStartInfo] = strings.Join(starts, ",")
 	out.Info["stalls"] = strings.Join(stalls, ",")
-	return out, nil
+	return out
 }
 
 // verify checks a segment against the SHA-256 of the file served.

@@ -2,6 +2,8 @@ package video
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os/exec"
 	"strconv"
@@ -57,6 +59,49 @@ func TestPlayLocal(t *testing.T) {
 	}
 }
 
+// dash.js in headless Chromium plays a 12 s video from shunt's server on
+// loopback; every segment it received is checked against its file, and
+// every segment of the manifest must have played.
+func TestDashJSLocal(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg missing (bash scripts/setup installs it)")
+	}
+	if _, err := checkDashJS(DashJSFile); err != nil {
+		t.Skipf("%v (bash scripts/setup installs Chromium and dash.js)", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
+	}
+	c, err := Kind.Config(map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "cc": "cubic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := peers.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !strings.HasPrefix(s.Info()["client"], "dash.js 5.") {
+		t.Errorf("client %q, want dash.js and its version", s.Info()["client"])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, &experiment.Run{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dash.js: %v kbit/s, startup %.2f s, %v stalls, segments %s", res.Metrics["kbit_per_s"], res.Metrics["startup"], res.Counts["stalls"], res.Info["segment_kbps"])
+	if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || res.Metrics["startup"] <= 0 {
+		t.Fatalf("%+v", res)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		params map[string]string
@@ -66,6 +111,8 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"content": "x", "mode": "single"}, "params.path"},
 		{map[string]string{"content": "x", "mode": "mhttp"}, "params.chunk"},
 		{map[string]string{"content": "x", "abr": "fastest"}, "abr"},
+		{map[string]string{"content": "x", "player": "dashjs", "mode": "mph2"}, "params.mode"},
+		{map[string]string{"content": "x", "player": "dashjs", "mode": "mptcp", "segments": "3"}, "params.segments"},
 	} {
 		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one naming %s", tc.params, err, tc.want)
@@ -74,5 +121,24 @@ func TestConfigErrors(t *testing.T) {
 	c, _ := Kind.Config(map[string]string{"content": t.TempDir()})
 	if _, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: 1}, c); err == nil || !strings.Contains(err.Error(), "params.content") {
 		t.Errorf("a directory without video.mpd: %v", err)
+	}
+}
+
+func TestVerifyFile(t *testing.T) {
+	sum := sha256.Sum256([]byte("segment"))
+	s := &Session{sums: map[string][32]byte{"/seg-1.m4s": sum}}
+	good := hex.EncodeToString(sum[:])
+	for _, tc := range []struct {
+		path, sum, want string
+	}{
+		{"/seg-1.m4s", good, ""},
+		{"/seg-2.m4s", good, "no such file"},
+		{"/seg-1.m4s", "", "no SHA-256 reported"},
+		{"/seg-1.m4s", strings.Repeat("00", 32), "differs from the served file"},
+	} {
+		err := s.verifyFile(tc.path, 7, tc.sum)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %q: %v, want %q", tc.path, tc.sum, err, tc.want)
+		}
 	}
 }

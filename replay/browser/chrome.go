@@ -37,6 +37,15 @@ type Config struct {
 	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
 	// Stderr gets Chromium's own log; nil discards it.
 	Stderr io.Writer
+	// Proxy is an HTTP proxy (HOST:PORT) for every request, loopback's
+	// included; "" connects directly.
+	Proxy string
+	// SecureOrigins are http:// origins the page may treat as secure
+	// (Web Crypto is only there in secure contexts).
+	SecureOrigins []string
+	// Wrap is a command that runs Chromium (e.g. "mptcpize", "run": its
+	// TCP sockets become MPTCP ones); nil runs it directly.
+	Wrap []string
 }
 
 // Load is what one page load measured, in the page's own clock
@@ -111,7 +120,15 @@ func (cfg Config) Args(profile string) ([]string, error) {
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
-		"--user-data-dir=" + profile, "--remote-debugging-pipe", "--ignore-certificate-errors"}
+		"--user-data-dir=" + profile, "--remote-debugging-pipe", "--ignore-certificate-errors",
+		// A video player plays without a click; pages without media are unaffected.
+		"--autoplay-policy=no-user-gesture-required"}
+	if cfg.Proxy != "" {
+		args = append(args, "--proxy-server=http://"+cfg.Proxy, "--proxy-bypass-list=<-loopback>")
+	}
+	if len(cfg.SecureOrigins) > 0 {
+		args = append(args, "--unsafely-treat-insecure-origin-as-secure="+strings.Join(cfg.SecureOrigins, ","))
+	}
 	switch cfg.Proto {
 	case "h1":
 		args = append(args, "--disable-http2", "--disable-quic")
@@ -135,6 +152,18 @@ func (cfg Config) Args(profile string) ([]string, error) {
 // LoadPage starts a fresh Chromium (new profile), loads url, reads the
 // timings, and kills Chromium and removes the profile, all within ctx.
 func LoadPage(ctx context.Context, cfg Config, url string) (Load, error) {
+	v, err := Evaluate(ctx, cfg, url, timingScript)
+	if err != nil {
+		return Load{}, err
+	}
+	return parseTimings(url, v)
+}
+
+// Evaluate starts a fresh Chromium (new profile), loads url, waits for its
+// load event, evaluates script (an expression whose value, or whose
+// promise's value, is a string) in the page and returns that string; then
+// it kills Chromium and removes the profile, all within ctx.
+func Evaluate(ctx context.Context, cfg Config, url, script string) (string, error) {
 	if cfg.Binary == "" {
 		cfg.Binary = DefaultBinary
 	}
@@ -143,25 +172,26 @@ func LoadPage(ctx context.Context, cfg Config, url string) (Load, error) {
 	}
 	profile, err := os.MkdirTemp("", "shunt-chromium-")
 	if err != nil {
-		return Load{}, err
+		return "", err
 	}
 	defer os.RemoveAll(profile)
 	args, err := cfg.Args(profile)
 	if err != nil {
-		return Load{}, err
+		return "", err
 	}
 	// Chromium reads commands on fd 3 and writes on fd 4.
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
-		return Load{}, err
+		return "", err
 	}
 	evR, evW, err := os.Pipe()
 	if err != nil {
 		cmdR.Close()
 		cmdW.Close()
-		return Load{}, err
+		return "", err
 	}
-	cmd := cfg.Command(ctx, cfg.Binary, args...)
+	argv := append(append(cfg.Wrap[:len(cfg.Wrap):len(cfg.Wrap)], cfg.Binary), args...)
+	cmd := cfg.Command(ctx, argv[0], argv[1:]...)
 	cmd.ExtraFiles = []*os.File{cmdR, evW}
 	cmd.Stderr = cfg.Stderr
 	// Its own process group, so its zygote and renderers die with it.
@@ -173,51 +203,51 @@ func LoadPage(ctx context.Context, cfg Config, url string) (Load, error) {
 	if err != nil {
 		cmdW.Close()
 		evR.Close()
-		return Load{}, fmt.Errorf("start %s: %w", cfg.Binary, err)
+		return "", fmt.Errorf("start %s: %w", cfg.Binary, err)
 	}
 	c := newCDP(cmdW, evR)
-	l, err := load(ctx, c, url)
+	v, err := evaluate(ctx, c, url, script)
 	c.close()
 	// Every process of the group, renderers included, then reap the leader.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	cmd.Wait()
 	evR.Close()
-	return l, err
+	return v, err
 }
 
-func load(ctx context.Context, c *cdp, url string) (Load, error) {
+func evaluate(ctx context.Context, c *cdp, url, script string) (string, error) {
 	var target struct {
 		TargetID string `json:"targetId"`
 	}
 	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		return Load{}, err
+		return "", err
 	}
 	var att struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
-		return Load{}, err
+		return "", err
 	}
 	s := att.SessionID
 	if err := c.call(ctx, s, "Page.enable", nil, nil); err != nil {
-		return Load{}, err
+		return "", err
 	}
 	loaded := c.subscribe(s, "Page.loadEventFired")
 	var nav struct {
 		ErrorText string `json:"errorText"`
 	}
 	if err := c.call(ctx, s, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
-		return Load{}, err
+		return "", err
 	}
 	if nav.ErrorText != "" {
-		return Load{}, fmt.Errorf("navigate %s: %s", url, nav.ErrorText)
+		return "", fmt.Errorf("navigate %s: %s", url, nav.ErrorText)
 	}
 	select {
 	case <-loaded:
 	case <-c.dead:
-		return Load{}, fmt.Errorf("waiting for the load event of %s: %w", url, c.err)
+		return "", fmt.Errorf("waiting for the load event of %s: %w", url, c.err)
 	case <-ctx.Done():
-		return Load{}, fmt.Errorf("waiting for the load event of %s: %w", url, ctx.Err())
+		return "", fmt.Errorf("waiting for the load event of %s: %w", url, ctx.Err())
 	}
 	var ev struct {
 		Result struct {
@@ -227,12 +257,18 @@ func load(ctx context.Context, c *cdp, url string) (Load, error) {
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	if err := c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": timingScript, "awaitPromise": true, "returnByValue": true}, &ev); err != nil {
-		return Load{}, err
+	if err := c.call(ctx, s, "Runtime.evaluate", map[string]any{"expression": script, "awaitPromise": true, "returnByValue": true}, &ev); err != nil {
+		return "", err
 	}
 	if ev.Exception != nil {
-		return Load{}, fmt.Errorf("reading timings of %s: %s", url, ev.Exception.Text)
+		return "", fmt.Errorf("evaluating in %s: %s", url, ev.Exception.Text)
 	}
+	c.call(ctx, "", "Browser.close", nil, nil)
+	return ev.Result.Value, nil
+}
+
+// parseTimings reads timingScript's value.
+func parseTimings(url, value string) (Load, error) {
 	var t struct {
 		PLT, Last, DCL, Conn, TTFB float64
 		Protocol                   string
@@ -242,11 +278,10 @@ func load(ctx context.Context, c *cdp, url string) (Load, error) {
 			N       int64
 		}
 	}
-	if err := json.Unmarshal([]byte(ev.Result.Value), &t); err != nil {
-		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, ev.Result.Value, err)
+	if err := json.Unmarshal([]byte(value), &t); err != nil {
+		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, value, err)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	c.call(ctx, "", "Browser.close", nil, nil)
 	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Protocol: t.Protocol}
 	for _, o := range t.Objects {
 		l.Objects = append(l.Objects, Fetch{Target: o.T, Request: ms(o.S), FirstByte: ms(o.B), Done: ms(o.E), Bytes: o.N})

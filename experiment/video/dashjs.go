@@ -1,0 +1,153 @@
+package video
+
+import (
+	"context"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/shunt-net/shunt/dash"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/replay/browser"
+)
+
+// DashJSFile is where scripts/setup installs the reference player, npm's
+// dashjs.
+const DashJSFile = "/opt/shunt/dashjs/node_modules/dashjs/dist/modern/umd/dash.all.min.js"
+
+// dashjsPage plays /video.mpd with /dash.all.min.js and reports the
+// playback (window.shuntDone).
+//
+//go:embed dashjs.html
+var dashjsPage []byte
+
+// playerHandler serves the dash.js page and script beside the video.
+func playerHandler(video http.Handler, script string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/player.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(dashjsPage)
+	})
+	mux.HandleFunc("/dash.all.min.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, script) })
+	mux.Handle("/", video)
+	return mux
+}
+
+// checkDashJS says whether the reference player can run here, and its
+// version.
+func checkDashJS(script string) (string, error) {
+	if err := browser.Available(""); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(script); err != nil {
+		return "", &experiment.FieldError{Field: "params.dashjs", Value: script, Err: fmt.Errorf("%w (scripts/setup installs npm's dashjs there)", err)}
+	}
+	// dist/modern/umd/dash.all.min.js sits three folders below package.json.
+	pkg, _ := os.ReadFile(filepath.Join(filepath.Dir(script), "..", "..", "..", "package.json"))
+	if m := regexp.MustCompile(`"version":\s*"([^"]+)"`).FindSubmatch(pkg); m != nil {
+		return string(m[1]), nil
+	}
+	return "unknown version", nil
+}
+
+// jsPlayback is what dashjs.html reports.
+type jsPlayback struct {
+	Startup  float64      `json:"startup"`
+	Duration float64      `json:"duration"`
+	Stalls   [][2]float64 `json:"stalls"`
+	Segs     []struct {
+		Path   string  `json:"path"`
+		Media  bool    `json:"media"`
+		BPS    int64   `json:"bps"`
+		Start  float64 `json:"start"`
+		Bytes  int64   `json:"bytes"`
+		SHA256 string  `json:"sha256"`
+	} `json:"segs"`
+	Errors []string `json:"errors"`
+}
+
+// playDashJS plays the video with dash.js in a fresh headless Chromium in
+// the client namespace: directly (mode single: Chromium cannot bind a
+// source address, so it takes the first path, the main route) or over
+// kernel MPTCP (mode mptcp: mptcpize makes its TCP sockets MPTCP ones).
+// Every segment is checked against the served file's length and SHA-256,
+// and every segment of the manifest must have been played.
+func (s *Session) playDashJS(ctx context.Context) (*dash.Result, error) {
+	stderr := &limitedBuffer{max: 4 << 10}
+	cfg := browser.Config{Proto: "h2", Command: s.env.Net.Client().Command, Stderr: stderr, SecureOrigins: []string{"http://" + s.addr}}
+	if s.c.Mode == "mptcp" {
+		cfg.Wrap = []string{"mptcpize", "run"}
+	}
+	v, err := browser.Evaluate(ctx, cfg, "http://"+s.addr+"/player.html", "window.shuntDone")
+	if err != nil {
+		return nil, fmt.Errorf("dash.js in Chromium: %w (Chromium said: %s)", err, stderr.String())
+	}
+	var pb jsPlayback
+	if err := json.Unmarshal([]byte(v), &pb); err != nil {
+		return nil, fmt.Errorf("dash.js playback report %q: %w", v, err)
+	}
+	if len(pb.Errors) > 0 {
+		return nil, fmt.Errorf("dash.js: %v", pb.Errors)
+	}
+	res := &dash.Result{Media: time.Duration(pb.Duration * float64(time.Second))}
+	sec := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	res.Startup = sec(pb.Startup)
+	for _, st := range pb.Stalls {
+		res.Stalls = append(res.Stalls, dash.Stall{At: sec(st[0]), Duration: sec(st[1])})
+	}
+	for _, g := range pb.Segs {
+		if err := s.verifyFile(g.Path, g.Bytes, g.SHA256); err != nil {
+			return nil, fmt.Errorf("dash.js segment %s: %w", g.Path, err)
+		}
+		if !g.Media {
+			continue
+		}
+		if n := len(res.Segments); n > 0 && res.Segments[n-1].Bitrate != g.BPS {
+			res.Switches++
+		}
+		res.Segments = append(res.Segments, dash.SegmentLog{Index: len(res.Segments), Bitrate: g.BPS, Bytes: g.Bytes, Start: sec(g.Start)})
+	}
+	if want := len(s.m.Reps[0].Segments); len(res.Segments) != want {
+		return nil, fmt.Errorf("dash.js played %d media segments of the manifest's %d", len(res.Segments), want)
+	}
+	return res, nil
+}
+
+// verifyFile checks what a player received of a served file.
+func (s *Session) verifyFile(path string, n int64, sum string) error {
+	want, ok := s.sums[path]
+	if !ok {
+		return errors.New("no such file in the content directory")
+	}
+	got, err := hex.DecodeString(sum)
+	if err != nil || len(got) != len(want) {
+		return fmt.Errorf("no SHA-256 reported (%q)", sum)
+	}
+	if [32]byte(got) != want {
+		return fmt.Errorf("SHA-256 of the %d bytes received differs from the served file", n)
+	}
+	return nil
+}
+
+// limitedBuffer keeps the first max bytes written to it: Chromium's log,
+// for an error message.
+type limitedBuffer struct {
+	b   []byte
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string { return string(l.b) }
