@@ -3,7 +3,9 @@
 package mph2
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"syscall"
 )
 
@@ -12,3 +14,6 @@ func bindToDevice(iface string) func(network, address string, c syscall.RawConn)
 		return fmt.Errorf("mph2: binding to interface %s needs Linux (SO_BINDTODEVICE); use a source address", iface)
 	}
 }
+
+// tcpLoss needs Linux's TCP_INFO.
+func tcpLoss(net.Conn) (float64, error) { return 0, errors.New("mph2: TCP_INFO needs Linux") }

@@ -38,6 +38,10 @@ type pathConn struct {
 	// time since epoch (keeping the monotonic clock); 0 none yet.
 	epoch time.Time
 	last  atomic.Int64
+	// connect is how long the TCP handshake took (a first RTT sample), and
+	// tcp the TCP connection under TLS (for TCP_INFO); h2 only.
+	connect time.Duration
+	tcp     net.Conn
 }
 
 // lastFrame is when the h2 connection last received a frame; zero if never.
@@ -138,10 +142,12 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
 		return nil
 	}
+	t0 := time.Now()
 	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", addr, err)
 	}
+	pc.connect, pc.tcp = time.Since(t0), nc
 	if u.Scheme == "https" {
 		cfg := c.tlsConfig(u, "h2", "http/1.1")
 		tc := tls.Client(nc, cfg)
@@ -252,4 +258,16 @@ func (c *Client) pathTimeout() time.Duration {
 		return c.PathTimeout
 	}
 	return defaultPathTimeout
+}
+
+// Received is the DATA payload each path's HTTP/2 connections have received
+// so far (all downloads, tail bytes included), in Paths order.
+func (c *Client) Received() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := make([]int64, len(c.Paths))
+	for k, pc := range c.conns {
+		n[k.path] += pc.received()
+	}
+	return n
 }

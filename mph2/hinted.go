@@ -1,0 +1,550 @@
+package mph2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/estimate"
+	"github.com/shunt-net/shunt/hints"
+)
+
+// Hinted loads many objects over the Client's paths, one HTTP/2 connection
+// per path, each request placed by a hints.Policy (issue 19): urgent
+// resources on the low-latency path and the bulk on the cheap one, a
+// redundant copy of a latency-critical request on a second path (the first
+// response to complete wins, the other is cancelled by RST_STREAM), and a
+// response's tail asked for again by Range on the other path when the policy
+// says that path would deliver it first.
+//
+// The path state the policy sees is measured: the RTT from the TCP
+// handshake, then HTTP/2 PINGs every PingInterval (smoothed as MP-H2's
+// estimator); the bandwidth from the DATA a busy path received per PING
+// interval; the loss from the kernel's count of segments that arrived out
+// of order (TCP_INFO tcpi_rcv_ooopack over tcpi_segs_in: what a receiver
+// sees of loss); the cost per byte from Cost.
+//
+// Objects are held in memory whole (web objects), so Get returns the body.
+type Hinted struct {
+	Client *Client
+	Policy *hints.Policy
+	// Cost is each path's cost per byte (nil: all 0).
+	Cost         []float64
+	PingInterval time.Duration // default 100 ms
+	TailCheck    time.Duration // how often a transfer with a tail threshold is looked at; default 5 ms
+
+	mu      sync.Mutex
+	u       *url.URL
+	paths   []*hintedPath
+	stats   HintedStats
+	stop    context.CancelFunc
+	probers sync.WaitGroup
+}
+
+type hintedPath struct {
+	pc        *pathConn
+	dialStart time.Time
+	rtt       *estimate.RTT
+	bw        float64
+	loss      float64
+	sent      int64 // body bytes placed on the path (for budgets)
+	queued    int64 // body bytes placed and not yet done
+}
+
+// HintedStats is what a Hinted did since Start.
+type HintedStats struct {
+	Paths []HintedPathStats
+	// Redundant requests went on two paths; SecondWon of them completed
+	// first on their second path.
+	Redundant, SecondWon int
+	// Tails re-requested a response's tail; TailWon of them completed before
+	// the response itself.
+	Tails, TailWon int
+	// Wasted is body bytes read from copies that were not used (the loser
+	// of a redundant pair, a response overtaken by its tail or the tail it
+	// overtook). Bytes in flight when the copy was cancelled are not read;
+	// HintedPathStats.Received counts them.
+	Wasted int64
+}
+
+// HintedPathStats is one path's share.
+type HintedPathStats struct {
+	Name      string
+	Requests  int   // requests sent on the path (copies and tails included)
+	Used      int64 // body bytes of the path that went into returned objects
+	Received  int64 // DATA payload the path's connection received (h2 only), wasted bytes included
+	RTT       time.Duration
+	Bandwidth float64 // bytes/s
+	Loss      float64
+}
+
+func (h *Hinted) pingInterval() time.Duration {
+	if h.PingInterval > 0 {
+		return h.PingInterval
+	}
+	return 100 * time.Millisecond
+}
+
+func (h *Hinted) tailCheck() time.Duration {
+	if h.TailCheck > 0 {
+		return h.TailCheck
+	}
+	return 5 * time.Millisecond
+}
+
+// Start opens every path's connection to rawURL's server in the background
+// and starts measuring the paths; Get waits for the first.
+func (h *Hinted) Start(rawURL string) error {
+	if h.Policy == nil || h.Client == nil || len(h.Client.Paths) == 0 {
+		return errors.New("mph2: Hinted needs a Client with paths and a Policy")
+	}
+	if h.Cost != nil && len(h.Cost) != len(h.Client.Paths) {
+		return fmt.Errorf("mph2: %d costs for %d paths", len(h.Cost), len(h.Client.Paths))
+	}
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.u != nil {
+		cancel()
+		return errors.New("mph2: Hinted started twice")
+	}
+	h.u, h.stop = u, cancel
+	h.stats.Paths = make([]HintedPathStats, len(h.Client.Paths))
+	for i, p := range h.Client.Paths {
+		r, _ := estimate.NewRTT(rttSamples) // a positive count cannot fail
+		hp := &hintedPath{dialStart: time.Now(), rtt: r}
+		hp.pc = h.Client.conn(i, u)
+		h.paths = append(h.paths, hp)
+		h.stats.Paths[i].Name = p.Label(i)
+		h.probers.Add(1)
+		go h.probe(ctx, hp)
+	}
+	return nil
+}
+
+// probe measures one path until ctx ends: the handshake's RTT, then a PING
+// per interval, the DATA received per interval while busy, and TCP_INFO.
+func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
+	defer h.probers.Done()
+	select {
+	case <-hp.pc.ready:
+	case <-ctx.Done():
+		return
+	}
+	if hp.pc.err != nil || hp.pc.h2 == nil {
+		return
+	}
+	h.mu.Lock()
+	hp.rtt.Add(hp.pc.connect)
+	h.mu.Unlock()
+	last, lastAt := hp.pc.received(), time.Now()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rtt, err := hp.pc.h2.Conn().Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		loss, lerr := tcpLoss(hp.pc.tcp)
+		now, got := time.Now(), hp.pc.received()
+		h.mu.Lock()
+		if err == nil {
+			hp.rtt.Add(rtt)
+		}
+		if lerr == nil {
+			hp.loss = loss
+		}
+		// Only an interval in which the path had work says what it can do.
+		if dt := now.Sub(lastAt); got > last && hp.queued > 0 && dt > 0 {
+			inst := float64(got-last) / dt.Seconds()
+			if hp.bw == 0 {
+				hp.bw = inst
+			} else {
+				hp.bw = 0.7*hp.bw + 0.3*inst
+			}
+		}
+		h.mu.Unlock()
+		last, lastAt = got, now
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(h.pingInterval()):
+		}
+	}
+}
+
+// states is the policy's view of the paths; h.mu is held.
+func (h *Hinted) states() []hints.PathState {
+	ps := make([]hints.PathState, len(h.paths))
+	for i, hp := range h.paths {
+		s := hints.PathState{Name: h.stats.Paths[i].Name, DialStart: hp.dialStart, Bandwidth: hp.bw, Loss: hp.loss, Sent: hp.sent, Queued: hp.queued}
+		s.RTT, s.Up = hp.rtt.Estimate()
+		if h.Cost != nil {
+			s.Cost = h.Cost[i]
+		}
+		if hp.pc.dead() {
+			// A failed path is never preferred: an RTT no live path reaches.
+			s.Up, s.RTT = false, time.Hour
+		}
+		ps[i] = s
+	}
+	return ps
+}
+
+// Close stops the measurements and closes the connections.
+func (h *Hinted) Close() error {
+	h.mu.Lock()
+	stop := h.stop
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	h.probers.Wait()
+	return h.Client.Close()
+}
+
+// Stats reports what the Hinted did so far, with each path's DATA received
+// and its latest estimates.
+func (h *Hinted) Stats() HintedStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.stats
+	s.Paths = append([]HintedPathStats(nil), h.stats.Paths...)
+	for i, n := range h.Client.Received() {
+		s.Paths[i].Received = n
+	}
+	for i, hp := range h.paths {
+		s.Paths[i].RTT, _ = hp.rtt.Estimate()
+		s.Paths[i].Bandwidth, s.Paths[i].Loss = hp.bw, hp.loss
+	}
+	return s
+}
+
+// Got is one object as Get returned it.
+type Got struct {
+	Status int
+	Header http.Header // the used response's (a tail's Content-Range aside)
+	Body   []byte
+	// Decision is the policy's; Path the path whose response (or whose
+	// head, when its tail was re-requested) was used; TailPath the tail's
+	// path when the tail won (-1 otherwise).
+	Decision  hints.Decision
+	Path      int
+	TailPath  int
+	Request   time.Time // the request was placed (a path's connection was up)
+	FirstByte time.Time // the first response byte, any copy
+	Done      time.Time
+}
+
+// hcopy is one request of an object on one path: the whole object, or from
+// off on (a tail).
+type hcopy struct {
+	path   int
+	off    int64
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	size   int64 // the object's size; -1 until the response says
+	got    int64 // body bytes read, from off
+	first  time.Time
+	last   time.Time
+	status int
+	header http.Header
+	buf    []byte // read by the owner only after the copy ended
+}
+
+type copyDone struct {
+	c   *hcopy
+	err error
+}
+
+// Get fetches rawURL (on the server Start named) with hint, placing its
+// request by the policy; hdr are extra request headers (Priority).
+func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*Got, error) {
+	if err := h.awaitFirst(ctx); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	h.mu.Lock()
+	d := h.Policy.Decide(hint, h.states(), now)
+	if d.Path < 0 {
+		h.mu.Unlock()
+		return nil, errors.New("mph2: the policy chose no path")
+	}
+	placed := max(hint.Size, 0)
+	for _, p := range []int{d.Path, d.Second} {
+		if p >= 0 {
+			h.paths[p].sent += placed
+			h.paths[p].queued += placed
+		}
+	}
+	if d.Redundant() {
+		h.stats.Redundant++
+	}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		for _, p := range []int{d.Path, d.Second} {
+			if p >= 0 {
+				h.paths[p].queued -= placed
+			}
+		}
+		h.mu.Unlock()
+	}()
+
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	events := make(chan copyDone, 3)
+	running := 0
+	start := func(path int, off int64) *hcopy {
+		cctx, cancel := context.WithCancel(ctx)
+		c := &hcopy{path: path, off: off, cancel: cancel, size: -1}
+		running++
+		h.mu.Lock()
+		h.stats.Paths[path].Requests++
+		h.mu.Unlock()
+		go func() { events <- copyDone{c, h.fetchCopy(cctx, c, rawURL, hdr)} }()
+		return c
+	}
+	primary := start(d.Path, 0)
+	copies := []*hcopy{primary}
+	if d.Redundant() {
+		copies = append(copies, start(d.Second, 0))
+	}
+	var tail *hcopy
+	var tick <-chan time.Time
+	if d.Tail > 0 {
+		t := time.NewTicker(h.tailCheck())
+		defer t.Stop()
+		tick = t.C
+	}
+	var errs []error
+	for running > 0 {
+		select {
+		case ev := <-events:
+			running--
+			if ev.err != nil {
+				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
+				continue
+			}
+			// ev.c is complete: stop the others and wait for them, so no
+			// buffer is still being written.
+			for _, c := range append(copies, tail) {
+				if c != nil && c != ev.c {
+					c.cancel()
+				}
+			}
+			for ; running > 0; running-- {
+				<-events
+			}
+			return h.finish(d, ev.c, primary, tail, copies, now), nil
+		case <-tick:
+			if tail != nil {
+				continue
+			}
+			primary.mu.Lock()
+			tr := hints.Transfer{Path: primary.path, Size: primary.size, Received: primary.got, FirstByte: primary.first, LastByte: primary.last}
+			primary.mu.Unlock()
+			h.mu.Lock()
+			j := hints.ShouldTail(d, tr, h.states(), time.Now())
+			if j >= 0 {
+				h.stats.Tails++
+			}
+			h.mu.Unlock()
+			if j >= 0 {
+				tail = start(j, tr.Received)
+				tick = nil
+			}
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// finish assembles the object from the winning copy (with the primary's
+// head when the tail won) and counts the bytes.
+func (h *Hinted) finish(d hints.Decision, win, primary, tail *hcopy, copies []*hcopy, req time.Time) *Got {
+	g := &Got{Status: win.status, Header: win.header, Body: win.buf, Decision: d, Path: win.path, TailPath: -1, Request: req, Done: time.Now()}
+	var wasted int64
+	used := map[int]int64{win.path: win.got}
+	if win == tail {
+		// The primary had delivered at least tail.off bytes when the tail
+		// was asked for; it has stopped, so its buffer is stable.
+		g.Status, g.Header, g.Path, g.TailPath = primary.status, primary.header, primary.path, tail.path
+		g.Body = append(primary.buf[:tail.off:tail.off], tail.buf...)
+		used = map[int]int64{primary.path: tail.off}
+		used[tail.path] += tail.got
+		wasted += primary.got - tail.off
+	} else if tail != nil {
+		wasted += tail.got
+	}
+	for _, c := range copies {
+		// The primary's bytes past the tail's start are counted above.
+		if c != win && (c != primary || win != tail) {
+			wasted += c.got
+		}
+		if !c.first.IsZero() && (g.FirstByte.IsZero() || c.first.Before(g.FirstByte)) {
+			g.FirstByte = c.first
+		}
+	}
+	if tail != nil && !tail.first.IsZero() && g.FirstByte.IsZero() {
+		g.FirstByte = tail.first
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stats.Wasted += wasted
+	for p, n := range used {
+		h.stats.Paths[p].Used += n
+	}
+	if d.Redundant() && win.path == d.Second && win != tail {
+		h.stats.SecondWon++
+	}
+	if win == tail {
+		h.stats.TailWon++
+	}
+	return g
+}
+
+// awaitFirst waits until a path's connection is up (or all failed).
+func (h *Hinted) awaitFirst(ctx context.Context) error {
+	h.mu.Lock()
+	paths := h.paths
+	h.mu.Unlock()
+	if paths == nil {
+		return errors.New("mph2: Hinted not started")
+	}
+	for {
+		var errs []error
+		wait := make([]<-chan struct{}, 0, len(paths))
+		for _, hp := range paths {
+			select {
+			case <-hp.pc.ready:
+				if hp.pc.err == nil {
+					return nil
+				}
+				errs = append(errs, hp.pc.err)
+			default:
+				wait = append(wait, hp.pc.ready)
+			}
+		}
+		if len(wait) == 0 {
+			return errors.Join(errs...)
+		}
+		// Wait for any of them: poll the first few milliseconds apart
+		// rather than a goroutine per path and call.
+		select {
+		case <-wait[0]:
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fetchCopy runs one copy: the request on its path, the body read into
+// its buffer.
+func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr http.Header) error {
+	pc := h.paths[c.path].pc
+	select {
+	case <-pc.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if pc.err != nil {
+		return pc.err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if c.off > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(c.off, 10)+"-")
+	}
+	resp, _, err := pc.roundTrip(req, 0)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() // before the end: RST_STREAM (CANCEL)
+	now := time.Now()
+	size := resp.ContentLength
+	switch {
+	case c.off == 0 && resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("status %s", resp.Status)
+	case c.off > 0 && resp.StatusCode != http.StatusPartialContent:
+		return fmt.Errorf("tail from %d: status %s (no ranges)", c.off, resp.Status)
+	case c.off > 0:
+		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off); err != nil {
+			return err
+		}
+	}
+	if size < 0 {
+		return errors.New("response without a length")
+	}
+	c.mu.Lock()
+	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
+	c.buf = make([]byte, size-c.off)
+	c.mu.Unlock()
+	for n := int64(0); n < int64(len(c.buf)); {
+		k, err := resp.Body.Read(c.buf[n:])
+		n += int64(k)
+		c.mu.Lock()
+		c.got = n
+		if k > 0 {
+			c.last = time.Now()
+		}
+		c.mu.Unlock()
+		if err == io.EOF && n < int64(len(c.buf)) {
+			return fmt.Errorf("body ended after %d of %d bytes", n, len(c.buf))
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
+}
+
+// rangeTotal checks a Content-Range of bytes off-(total-1)/total and
+// returns total.
+func rangeTotal(cr string, off int64) (int64, error) {
+	spec, ok := strings.CutPrefix(cr, "bytes ")
+	rng, tot, ok2 := strings.Cut(spec, "/")
+	first, last, ok3 := strings.Cut(rng, "-")
+	a, err1 := strconv.ParseInt(first, 10, 64)
+	b, err2 := strconv.ParseInt(last, 10, 64)
+	total, err3 := strconv.ParseInt(tot, 10, 64)
+	if !ok || !ok2 || !ok3 || errors.Join(err1, err2, err3) != nil || a != off || b != total-1 || total <= off {
+		return 0, fmt.Errorf("Content-Range %q: want bytes %d-LAST/TOTAL to the end", cr, off)
+	}
+	return total, nil
+}
+
+// RoundTrip makes Hinted a net/http RoundTripper for plain GETs to the
+// server Start named: the hint comes from the browser's headers
+// (hints.FromHeaders), the body is read whole before it returns.
+func (h *Hinted) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
+		return nil, fmt.Errorf("mph2: Hinted handles plain GETs only (got %s)", req.Method)
+	}
+	g, err := h.Get(req.Context(), req.URL.String(), hints.FromHeaders(req.Header), req.Header)
+	if err != nil {
+		return nil, err
+	}
+	hd := g.Header.Clone()
+	hd.Set("Content-Length", strconv.Itoa(len(g.Body)))
+	return &http.Response{Status: strconv.Itoa(g.Status) + " " + http.StatusText(g.Status), StatusCode: g.Status, Proto: "HTTP/2.0", ProtoMajor: 2,
+		Header: hd, ContentLength: int64(len(g.Body)), Body: io.NopCloser(bytes.NewReader(g.Body)), Request: req}, nil
+}

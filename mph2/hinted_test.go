@@ -1,0 +1,125 @@
+package mph2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/hints"
+)
+
+// startHinted runs a Hinted with the policy text over paths "cheap" and
+// "exp" (cost 0 and 1) to a loopback server.
+func startHinted(t *testing.T, rules string, cheap, exp Path) (*Hinted, string) {
+	t.Helper()
+	base := startServer(t, nil)
+	pol, err := hints.Parse("test.rules", rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cheap.Name, exp.Name = "cheap", "exp"
+	h := &Hinted{Client: &Client{Paths: []Path{cheap, exp}}, Policy: pol, Cost: []float64{0, 1}}
+	if err := h.Start(base); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, base
+}
+
+func getChecked(t *testing.T, h *Hinted, base string, size int64, hint hints.Hint) *Got {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := h.Get(ctx, fmt.Sprintf("%s/gen/%d", base, size), hint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(g.Body)) != size || g.Status != http.StatusOK {
+		t.Fatalf("status %d, %d bytes; want 200, %d", g.Status, len(g.Body), size)
+	}
+	if _, err := content.NewVerifier(0).Write(g.Body); err != nil {
+		t.Fatal(err)
+	}
+	if g.Request.After(g.FirstByte) || g.FirstByte.After(g.Done) {
+		t.Fatalf("times out of order: %v %v %v", g.Request, g.FirstByte, g.Done)
+	}
+	return g
+}
+
+func TestHintedPlacesByClass(t *testing.T) {
+	h, base := startHinted(t, "urgent -> path=exp\n* -> path=cheap", loopPath("", 0, 0), loopPath("", 0, 0))
+	if g := getChecked(t, h, base, 10000, hints.Hint{Class: hints.Style, Size: 10000, Urgency: 0}); g.Path != 1 || g.Decision.Rule != 1 {
+		t.Errorf("style: path %d (rule %d), want exp by rule 1", g.Path, g.Decision.Rule)
+	}
+	if g := getChecked(t, h, base, 200000, hints.Hint{Class: hints.Image, Size: -1, Urgency: 2}); g.Path != 0 {
+		t.Errorf("image: path %d, want cheap", g.Path)
+	}
+	s := h.Stats()
+	if s.Paths[0].Requests != 1 || s.Paths[1].Requests != 1 || s.Paths[0].Used != 200000 || s.Paths[1].Used != 10000 || s.Wasted != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Paths[0].Received < 200000 || s.Paths[1].Received < 10000 {
+		t.Errorf("DATA received %d, %d: less than the bodies", s.Paths[0].Received, s.Paths[1].Received)
+	}
+	if s.Paths[0].RTT <= 0 || s.Paths[1].RTT <= 0 {
+		t.Errorf("no RTT estimates: %+v", s.Paths)
+	}
+}
+
+// A redundant request on a slow and a fast path: the fast copy wins and
+// the slow one is cancelled.
+func TestHintedRedundant(t *testing.T) {
+	h, base := startHinted(t, "* -> path=exp redundant", loopPath("", 2e6, 0), loopPath("", 100e3, 0))
+	const size = 400000
+	g := getChecked(t, h, base, size, hints.Hint{Class: hints.Document, Size: size, Urgency: 0})
+	if g.Path != 0 || !g.Decision.Redundant() {
+		t.Fatalf("used path %d (decision %+v), want the fast second path 0", g.Path, g.Decision)
+	}
+	s := h.Stats()
+	if s.Redundant != 1 || s.SecondWon != 1 || s.Paths[1].Requests != 1 || s.Paths[0].Used != size || s.Paths[1].Used != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Wasted <= 0 || s.Wasted >= size {
+		t.Errorf("wasted %d bytes: want the slow copy's part", s.Wasted)
+	}
+}
+
+// A response crawling on the cheap path has its rest asked for on the
+// other path, which delivers it first.
+func TestHintedTail(t *testing.T) {
+	h, base := startHinted(t, "* -> path=cheap tail=1MB", loopPath("", 60e3, 0), loopPath("", 0, 0))
+	const size = 300000
+	g := getChecked(t, h, base, size, hints.Hint{Class: hints.Image, Size: size, Urgency: 2})
+	if g.TailPath != 1 || g.Path != 0 {
+		t.Fatalf("path %d, tail %d: want the head on 0 and the tail on 1", g.Path, g.TailPath)
+	}
+	s := h.Stats()
+	if s.Tails != 1 || s.TailWon != 1 || s.Paths[0].Used+s.Paths[1].Used != size || s.Paths[1].Used == 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestHintedRoundTrip(t *testing.T) {
+	h, base := startHinted(t, "class=document -> path=exp\n* -> path=cheap", loopPath("", 0, 0), loopPath("", 0, 0))
+	req, _ := http.NewRequest(http.MethodGet, base+"/gen/5000", nil)
+	req.Header.Set("Sec-Fetch-Dest", "document")
+	res, err := (&http.Client{Transport: h}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || len(b) != 5000 || res.ContentLength != 5000 {
+		t.Fatalf("%d bytes, %v", len(b), err)
+	}
+	if s := h.Stats(); s.Paths[1].Requests != 1 || s.Paths[0].Requests != 0 {
+		t.Errorf("document not on exp: %+v", s.Paths)
+	}
+	if _, err := (&http.Client{Transport: h}).Post(base+"/gen/1", "text/plain", nil); err == nil {
+		t.Error("POST succeeded")
+	}
+}
