@@ -320,8 +320,9 @@ type Submission struct {
 
 // Submit submits the array for tasks (none: every shard is complete) and
 // the merge job after it. With wait, it returns once the merge job has
-// ended, with an error if the merge job failed or was cancelled because a
-// task failed. sbatch is looked up on PATH.
+// ended, with an error if the merge job did not complete (it failed, or was
+// cancelled because a task failed: the error names the tasks). sbatch and
+// scontrol are looked up on PATH.
 func (j *Job) Submit(ctx context.Context, tasks []int, wait bool) (Submission, error) {
 	s := Submission{Tasks: tasks}
 	if _, err := exec.LookPath("sbatch"); err != nil {
@@ -341,10 +342,10 @@ func (j *Job) Submit(ctx context.Context, tasks []int, wait bool) (Submission, e
 	if s.Array != "" {
 		args = append(args, "--dependency=afterok:"+s.Array)
 	}
-	if wait {
-		args = append(args, "--wait")
-	}
 	s.Merge, err = sbatch(ctx, append(args, j.path(mergeFile))...)
+	if err == nil && wait {
+		err = mergeOutcome(ctx, s.Array, s.Merge)
+	}
 	return s, err
 }
 
@@ -354,8 +355,7 @@ func sbatch(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "sbatch", append([]string{"--parsable"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()
-	// --parsable prints "ID" or "ID;CLUSTER" as soon as the job is queued,
-	// also with --wait, which then exits with the job's code.
+	// --parsable prints "ID" or "ID;CLUSTER".
 	id, _, _ := strings.Cut(strings.TrimSpace(strings.SplitN(out.String(), "\n", 2)[0]), ";")
 	if err != nil {
 		if id != "" {

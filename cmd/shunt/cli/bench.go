@@ -117,7 +117,7 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	if sl.on {
-		return submitSlurm(ctx, sl, sc, src, dir, *linkLog, sbatchOpts, os.Stdout)
+		return submitSlurm(ctx, sl, name, sc, src, dir, *linkLog, sbatchOpts, os.Stdout)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -64,8 +64,9 @@ func splitDashDash(args []string) (own, rest []string) {
 
 // submitSlurm writes the job array and the merge job of sc into dir and
 // submits them; submitting the same dir again resubmits the shards that are
-// not complete.
-func submitSlurm(ctx context.Context, sl slurmFlags, sc *bench.Scenario, src []byte, dir string, linkLog bool, sbatchOpts []string, w io.Writer) error {
+// not complete. name is the scenario as the command named it (a shipped
+// name or a file), for the command that resumes.
+func submitSlurm(ctx context.Context, sl slurmFlags, name string, sc *bench.Scenario, src []byte, dir string, linkLog bool, sbatchOpts []string, w io.Writer) error {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func submitSlurm(ctx context.Context, sl slurmFlags, sc *bench.Scenario, src []b
 	if sub.Merge != "" {
 		fmt.Fprintf(w, "merge job %s (after the array succeeds): report in %s, logs in %s\n", sub.Merge, root, job.Logs())
 	}
-	resume := fmt.Sprintf("shunt bench %s --slurm --array %d --out %s", sc.Name, job.Shards, root)
+	resume := fmt.Sprintf("shunt bench %s --slurm --array %d --reps %d --out %s", name, job.Shards, job.Reps, root)
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s; failed or timed-out tasks resume with: %s)", err, job.Logs(), resume)
 	}
