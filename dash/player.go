@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shunt-net/shunt/internal/ctxtime"
 )
 
 // Clock is the player's time: the wall clock in runs, a fake one in tests.
@@ -18,16 +20,7 @@ type WallClock struct{}
 
 func (WallClock) Now() time.Time { return time.Now() }
 
-func (WallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (WallClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
 
 // Fetcher fetches one segment whole. It returns exactly the segment's bytes
 // or an error: never a short or padded body.

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shunt-net/shunt/internal/ctxtime"
 	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
 )
@@ -37,17 +38,6 @@ type fakeFetcher struct {
 
 func newFakeFetcher(l link) *fakeFetcher {
 	return &fakeFetcher{l: l, fetches: make(map[string]int)}
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (f *fakeFetcher) Fetch(ctx context.Context, obj *page.Object, done func(Fetched, error)) {
@@ -80,11 +70,11 @@ func (f *fakeFetcher) download(ctx context.Context, obj *page.Object) (Fetched, 
 		<-ctx.Done()
 		return fd, ctx.Err()
 	}
-	if err := wait(ctx, f.l.rtt); err != nil {
+	if err := ctxtime.Sleep(ctx, f.l.rtt); err != nil {
 		return fd, err
 	}
 	fd.FirstByte = time.Now()
-	if err := wait(ctx, f.l.duration(obj.Size)-f.l.rtt); err != nil {
+	if err := ctxtime.Sleep(ctx, f.l.duration(obj.Size)-f.l.rtt); err != nil {
 		return fd, err
 	}
 	fd.Done = time.Now()

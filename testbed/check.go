@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shunt-net/shunt/internal/ctxtime"
 	"github.com/shunt-net/shunt/internal/sockctl"
 	"github.com/shunt-net/shunt/netem"
 	"golang.org/x/sys/unix"
@@ -234,13 +235,13 @@ func CheckLoss(ctx context.Context) (CheckResult, error) {
 			// stall of this goroutine never turns into a catch-up burst that
 			// the client's TUN queue (500 packets) would drop.
 			t := time.Now()
-			if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			if err := ctxtime.Sleep(ctx, time.Millisecond); err != nil {
 				return r, err
 			}
 			maxGap = max(maxGap, time.Since(t))
 		}
 	}
-	sleepCtx(ctx, 200*time.Millisecond) // let the last datagrams arrive
+	ctxtime.Sleep(ctx, 200*time.Millisecond) // let the last datagrams arrive
 	r.Elapsed, r.EmulatorCPU = time.Since(start), n.EmulatorCPU()-cpu0
 	pc.Close()
 	<-done
@@ -355,7 +356,7 @@ func download(ctx context.Context, n *Net, p Path, o SockOpts, warm, dur time.Du
 			}
 		}
 	}()
-	if err := sleepCtx(ctx, warm); err != nil {
+	if err := ctxtime.Sleep(ctx, warm); err != nil {
 		return res, err
 	}
 	// What the link delivered to the client's side, per second: the
@@ -365,7 +366,7 @@ func download(ctx context.Context, n *Net, p Path, o SockOpts, warm, dur time.Du
 	b0, t0, cpu0 := got.Load(), time.Now(), n.EmulatorCPU()
 	ww, tw := wire(), t0
 	for left := dur; left > 0; left -= time.Second {
-		if err := sleepCtx(ctx, min(left, time.Second)); err != nil {
+		if err := ctxtime.Sleep(ctx, min(left, time.Second)); err != nil {
 			return res, err
 		}
 		w, t := wire(), time.Now()
@@ -413,20 +414,6 @@ func setRcvBufForce(c *net.UDPConn, n int) error {
 		}
 		return nil
 	})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func median(xs []float64) float64 {

@@ -16,6 +16,25 @@ import (
 	"github.com/shunt-net/shunt/peers"
 )
 
+// startLocal starts the experiment with params on this machine's loopback.
+func startLocal(t *testing.T, params map[string]string) *Session {
+	t.Helper()
+	c, err := Kind.Config(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := peers.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
+	if err != nil {
+		t.Fatalf("%v: %v", params, err)
+	}
+	return s
+}
+
 // Every mode plays a 12 s video made by scripts/dash-content over this
 // machine's loopback (one path), each segment checked against its file.
 func TestPlayLocal(t *testing.T) {
@@ -26,26 +45,12 @@ func TestPlayLocal(t *testing.T) {
 	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
 	}
-	nw := emulated.Local()
 	for _, mode := range []string{"single", "mph2", "mph2-fs", "mph2-fs-bwl", "msplayer", "mhttp"} {
 		params := map[string]string{"mode": mode, "content": dir, "path": "loopback", "chunk": "128KB", "cc": "cubic"}
 		if mode == "mph2-fs" {
 			params["abr"] = "bola"
 		}
-		c, err := Kind.Config(params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		port, err := peers.FreePort("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := strconv.Atoi(port)
-		env := &experiment.Env{Net: nw, Port: p, Dir: t.TempDir(), Log: io.Discard}
-		s, err := Start(context.Background(), env, c)
-		if err != nil {
-			t.Fatalf("%s: %v", mode, err)
-		}
+		s := startLocal(t, params)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		res, err := s.Run(ctx, &experiment.Run{})
 		cancel()
@@ -73,19 +78,7 @@ func TestDashJSLocal(t *testing.T) {
 	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
 	}
-	c, err := Kind.Config(map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "cc": "cubic"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := peers.FreePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startLocal(t, map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "cc": "cubic"})
 	defer s.Close()
 	if !strings.HasPrefix(s.Info()["client"], "dash.js 5.") {
 		t.Errorf("client %q, want dash.js and its version", s.Info()["client"])
