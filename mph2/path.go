@@ -62,6 +62,12 @@ func (p Path) dialer() func(ctx context.Context, network, addr string) (net.Conn
 	return d.DialContext
 }
 
+// DialContext opens a connection to addr over the path, for traffic that is
+// not a download, such as a proxy's CONNECT tunnel. Map is not applied.
+func (p Path) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.dialer()(ctx, network, addr)
+}
+
 // target is the address this path dials for the URL's hostport.
 func (p Path) target(ctx context.Context, hostport string) (string, error) {
 	host, port, err := net.SplitHostPort(hostport)

@@ -19,18 +19,25 @@ import (
 // signal would and checks it exits cleanly.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	return startListening(t, "serve", runServe, append([]string{"--addr", "127.0.0.1:0"}, args...))
+}
+
+// startListening runs a command that prints "listening on URL" first
+// (serve, proxy) until the test ends, and returns the URL.
+func startListening(t *testing.T, name string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error, args []string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	stderr := &syncio.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), pw, stderr)
+		done <- run(ctx, args, pw, stderr)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		cancel()
-		t.Fatalf("serve %v: no first line (%v); stderr:\n%s", args, err, stderr)
+		t.Fatalf("%s %v: no first line (%v); stderr:\n%s", name, args, err, stderr)
 	}
 	go io.Copy(io.Discard, pr)
 	t.Cleanup(func() {
@@ -40,15 +47,15 @@ func startServe(t *testing.T, args ...string) string {
 			// A test skipped for want of the h2 engine may leave the stub's
 			// Shutdown error behind.
 			if err != nil && !t.Skipped() {
-				t.Errorf("serve %v exited with %v; stderr:\n%s", args, err, stderr)
+				t.Errorf("%s %v exited with %v; stderr:\n%s", name, args, err, stderr)
 			}
 		case <-time.After(2 * shutdownGrace):
-			t.Errorf("serve %v did not stop", args)
+			t.Errorf("%s %v did not stop", name, args)
 		}
 	})
 	m := regexp.MustCompile(`^listening on (https?://127\.0\.0\.1:[0-9]+)\n$`).FindStringSubmatch(line)
 	if m == nil {
-		t.Fatalf("serve %v: first stdout line %q, want listening on SCHEME://HOST:PORT", args, line)
+		t.Fatalf("%s %v: first stdout line %q, want listening on SCHEME://HOST:PORT", name, args, line)
 	}
 	return m[1]
 }

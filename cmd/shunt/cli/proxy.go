@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/proxy"
+)
+
+var proxyCmd = &Command{
+	Name:  "proxy",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--split-min SIZE] [--insecure] [--connect-timeout D] [--idle-timeout D]",
+	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
+}
+
+func init() {
+	proxyCmd.Run = func(ctx context.Context, args []string) error {
+		return runProxy(ctx, args, os.Stdout, os.Stderr)
+	}
+	Register(proxyCmd)
+}
+
+// parseProxyArgs maps shunt proxy's flags onto proxy.Config.
+func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
+	fs := newFlags(proxyCmd)
+	fs.SetOutput(stderr)
+	var cfg proxy.Config
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8118", "accept applications on `HOST:PORT` (port 0 picks a free one)")
+	fs.Func("path", "fetch over this path (repeatable, in order: CONNECT tunnels take the first that connects): "+
+		"`NAME=IFACE|ADDR`, an interface or a source address", func(v string) error {
+		p, err := proxy.ParsePath(v)
+		if err == nil {
+			cfg.Paths = append(cfg.Paths, p)
+		}
+		return err
+	})
+	splitMin := fs.String("split-min", "", "split responses of at least `SIZE` over the paths, smaller ones stay on the first (default 256KiB)")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "do not verify the certificates of https origins the proxy fetches itself (absolute https URLs; CONNECT is the application's TLS)")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 0, "give up dialing a path after `D` (default 15s)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "fail a response when no path has delivered a byte for `D` (default 2m); a path's outage alone is waited out")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if len(cfg.Paths) == 0 {
+		return cfg, errors.New("no --path: name at least one (NAME=IFACE or NAME=ADDR)")
+	}
+	if *splitMin != "" {
+		n, err := content.ParseSize(*splitMin)
+		if err != nil {
+			return cfg, fmt.Errorf("--split-min %q: %w", *splitMin, err)
+		}
+		cfg.SplitMin = n
+	}
+	return cfg, cfg.Validate()
+}
+
+// runProxy prints "listening on http://HOST:PORT" as its first line on
+// stdout once the socket accepts, then serves until ctx is done.
+func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseProxyArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	r, err := proxy.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", r.Addr)
+	for i, p := range cfg.Paths {
+		fmt.Fprintf(stderr, "path %s: %s\n", p.Label(i), proxy.FormatPath(p))
+	}
+	return r.Wait()
+}

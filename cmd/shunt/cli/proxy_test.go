@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/content"
+)
+
+func TestProxyArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{nil, "no --path"},
+		{[]string{"--path", "wifi="}, "want NAME=IFACE"},
+		{[]string{"--path", "a=lo", "--path", "a=lo"}, `two paths named "a"`},
+		{[]string{"--path", "a=lo", "--split-min", "lots"}, "--split-min"},
+		{[]string{"--path", "a=lo", "--listen", "8118"}, "Listen"},
+		{[]string{"--path", "a=lo", "extra"}, "unexpected argument"},
+	} {
+		if _, err := parseProxyArgs(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: %v, want error %q", tc.args, err, tc.err)
+		}
+	}
+	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0"}, io.Discard)
+	if err != nil || len(cfg.Paths) != 2 || cfg.Paths[0].Name != "a" || cfg.Paths[1].Interface != "lo" || cfg.SplitMin != 1000000 || cfg.Listen != "127.0.0.1:0" {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+}
+
+// shunt proxy as a command: an object through it over two loopback paths
+// (source addresses 127.0.0.1 and 127.0.0.2) is the origin's, byte for byte.
+func TestProxyCommand(t *testing.T) {
+	origin := startServe(t)
+	px := startListening(t, "proxy", runProxy, []string{"--listen", "127.0.0.1:0", "--path", "a=127.0.0.1", "--path", "b=127.0.0.2"})
+	pu, _ := url.Parse(px)
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	const size = 5<<20 + 1
+	res, err := c.Get(origin + "/gen/5242881")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, res.Body)
+	if err != nil || res.StatusCode != 200 || n != size || [32]byte(h.Sum(nil)) != content.Digest(size) {
+		t.Fatalf("status %d, %d bytes (%v), SHA-256 ok %v", res.StatusCode, n, err, [32]byte(h.Sum(nil)) == content.Digest(size))
+	}
+}

@@ -1,0 +1,240 @@
+// Package proxy is shunt proxy's handler: a forward HTTP proxy for
+// applications that know nothing of multipath. Requests for plain-HTTP
+// origins (HTTP/1.1 absolute-form, or h2c with prior knowledge, whose
+// :authority names the origin) are fetched with a RoundTripper, MP-H2's for
+// shunt proxy, and the response is passed back as it came; CONNECT tunnels
+// (TLS origins) are dialed on one path and carried byte for byte.
+//
+// A response whose body fails after its headers have gone out is never
+// finished as if it were complete: the connection to the application (or
+// the HTTP/2 stream) is aborted, so the application sees an incomplete
+// transfer, not a short file.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// Proxy is an http.Handler; serve it with server.Server for HTTP/1.1 and h2c
+// on one listener.
+type Proxy struct {
+	// Transport fetches origin requests; it gets absolute http(s) URLs.
+	Transport http.RoundTripper
+	// Dial opens a CONNECT tunnel's connection to HOST:PORT.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Self names the proxy's own HOST:PORT addresses: a request for one of
+	// them is refused instead of looping.
+	Self []string
+	// ErrorLog gets one line per failed request; nil: the log package's.
+	ErrorLog *log.Logger
+}
+
+// hopHeaders are the connection's own, never forwarded (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// via is what this proxy adds to Via (RFC 9110 7.6.3).
+const via = "shunt"
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	target, err := p.targetURL(r)
+	if err != nil {
+		p.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), r.Body)
+	if err != nil {
+		p.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	out.ContentLength = r.ContentLength
+	if r.ContentLength == 0 {
+		out.Body = http.NoBody
+	}
+	out.Header = forwardHeader(r.Header)
+	out.Header.Add("Via", fmt.Sprintf("%d.%d %s", r.ProtoMajor, r.ProtoMinor, via))
+	out.Host = target.Host
+	res, err := p.Transport.RoundTrip(out)
+	if err != nil {
+		p.fail(w, r, http.StatusBadGateway, fmt.Errorf("%s %s: %w", r.Method, target, err))
+		return
+	}
+	defer res.Body.Close()
+	h := w.Header()
+	for k, v := range forwardHeader(res.Header) {
+		h[k] = v
+	}
+	h.Add("Via", fmt.Sprintf("%d.%d %s", res.ProtoMajor, res.ProtoMinor, via))
+	if res.ContentLength >= 0 && r.Method != http.MethodHead && !bodyless(res.StatusCode) {
+		h.Set("Content-Length", fmt.Sprint(res.ContentLength))
+	}
+	w.WriteHeader(res.StatusCode)
+	if r.Method == http.MethodHead || bodyless(res.StatusCode) {
+		return
+	}
+	n, err := io.Copy(flushWriter{w}, res.Body)
+	if err == nil && res.ContentLength >= 0 && n != res.ContentLength {
+		err = fmt.Errorf("body of %d bytes, Content-Length %d", n, res.ContentLength)
+	}
+	if err != nil {
+		// The status is out: the only honest thing left is to break the
+		// transfer, so the application cannot take it for complete.
+		p.logf("shunt proxy: %s %s: body aborted after %d bytes: %v", r.Method, target, n, err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func bodyless(status int) bool {
+	return status == http.StatusNoContent || status == http.StatusNotModified || status < 200
+}
+
+// targetURL is the origin URL a proxied request names: HTTP/1.1's
+// absolute-form, or HTTP/2's :authority and :path.
+func (p *Proxy) targetURL(r *http.Request) (*url.URL, error) {
+	u := *r.URL
+	switch {
+	case u.IsAbs():
+	case r.ProtoMajor == 2 && r.Host != "":
+		u.Scheme, u.Host = "http", r.Host
+	default:
+		return nil, fmt.Errorf("%s %s is not a proxy request: HTTP/1.1 needs an absolute URL (use the proxy with curl -x)", r.Method, r.RequestURI)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: scheme %q: want http or https (https through CONNECT)", u.String(), u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: no host", u.String())
+	}
+	if p.self(u.Host, u.Scheme) {
+		return nil, fmt.Errorf("%s names this proxy itself", u.String())
+	}
+	return &u, nil
+}
+
+func (p *Proxy) self(host, scheme string) bool {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		port := "80"
+		if scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(host, port)
+	}
+	for _, s := range p.Self {
+		if strings.EqualFold(s, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardHeader copies h without the hop-by-hop fields, including those
+// Connection names.
+func forwardHeader(h http.Header) http.Header {
+	out := h.Clone()
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			out.Del(strings.TrimSpace(f))
+		}
+	}
+	for _, k := range hopHeaders {
+		out.Del(k)
+	}
+	return out
+}
+
+// connect tunnels r (CONNECT HOST:PORT) to the origin on one path.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	addr := r.Host
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		p.fail(w, r, http.StatusBadRequest, fmt.Errorf("CONNECT %q: want HOST:PORT", addr))
+		return
+	}
+	if p.self(addr, "") {
+		p.fail(w, r, http.StatusBadRequest, fmt.Errorf("CONNECT %s names this proxy itself", addr))
+		return
+	}
+	if r.ProtoMajor != 1 {
+		p.fail(w, r, http.StatusNotImplemented, fmt.Errorf("CONNECT %s over HTTP/%d: only HTTP/1.1 CONNECT is tunnelled", addr, r.ProtoMajor))
+		return
+	}
+	oc, err := p.Dial(r.Context(), "tcp", addr)
+	if err != nil {
+		p.fail(w, r, http.StatusBadGateway, fmt.Errorf("CONNECT %s: %w", addr, err))
+		return
+	}
+	defer oc.Close()
+	ac, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		p.fail(w, r, http.StatusInternalServerError, fmt.Errorf("CONNECT %s: %w", addr, err))
+		return
+	}
+	defer ac.Close()
+	if _, err := io.WriteString(ac, "HTTP/1.1 200 Connection established\r\nVia: 1.1 "+via+"\r\n\r\n"); err != nil {
+		return
+	}
+	// Bytes the application sent right behind its request (a TLS
+	// ClientHello) sit in brw's buffer.
+	var app io.Reader = ac
+	if n := brw.Reader.Buffered(); n > 0 {
+		head, _ := brw.Reader.Peek(n)
+		app = io.MultiReader(strings.NewReader(string(head)), ac)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		io.Copy(oc, app)
+		closeWrite(oc)
+	}()
+	io.Copy(ac, oc)
+	closeWrite(ac)
+	wg.Wait()
+}
+
+// closeWrite half-closes c when it can, so each direction of a tunnel ends
+// on its own; otherwise the deferred Close ends both.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+}
+
+// fail answers with status and the reason in plain text.
+func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	p.logf("shunt proxy: %v", err)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "shunt proxy: %v\n", err)
+}
+
+func (p *Proxy) logf(format string, args ...any) {
+	if p.ErrorLog != nil {
+		p.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// flushWriter flushes after every write, so a body streams to the
+// application as it arrives instead of waiting for a buffer to fill.
+type flushWriter struct{ w http.ResponseWriter }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = http.NewResponseController(f.w).Flush()
+	}
+	return n, err
+}

@@ -1,0 +1,205 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/server"
+)
+
+// serve runs srv on loopback until the test ends and returns its address.
+func serve(t *testing.T, srv *server.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// origin serves shunt's content (h2c, HTTP/1.1, or TLS with ALPN).
+func origin(t *testing.T, tls bool) string {
+	t.Helper()
+	hd, err := content.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hd.Close() })
+	return serve(t, &server.Server{Handler: hd, TLS: tls})
+}
+
+// mpProxy serves a Proxy over two loopback paths of an MP-H2 client.
+func mpProxy(t *testing.T) string {
+	t.Helper()
+	c := &mph2.Client{Paths: []mph2.Path{{Name: "a"}, {Name: "b"}}}
+	t.Cleanup(func() { c.Close() })
+	p := &Proxy{Transport: &mph2.Transport{Client: c}, Dial: c.Paths[0].DialContext}
+	addr := serve(t, &server.Server{Handler: p})
+	p.Self = []string{addr}
+	return addr
+}
+
+// h1Client talks HTTP/1.1 to the proxy: absolute-form, CONNECT for https.
+func h1Client(proxyAddr string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:             http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr}),
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		ForceAttemptHTTP2: false,
+	}}
+}
+
+// h2cClient talks h2c with prior knowledge to the proxy; :authority names
+// the origin.
+func h2cClient(proxyAddr string) *http.Client {
+	return &http.Client{Transport: &h2.Transport{AllowHTTP: true, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, proxyAddr)
+	}}}
+}
+
+// fetch GETs url and returns the status, body length and SHA-256, and the
+// body's read error.
+func fetch(t *testing.T, c *http.Client, url string) (int, int64, [32]byte, error) {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, res.Body)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return res.StatusCode, n, sum, err
+}
+
+func TestProxy(t *testing.T) {
+	plain, tlsOrigin := origin(t, false), origin(t, true)
+	px := mpProxy(t)
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		url    string
+	}{
+		{"h1-split", h1Client(px), fmt.Sprintf("http://%s/gen/%d", plain, 3<<20+7)},
+		{"h1-small", h1Client(px), fmt.Sprintf("http://%s/gen/%d", plain, 1000)},
+		{"h1-empty", h1Client(px), fmt.Sprintf("http://%s/gen/%d", plain, 0)},
+		{"h2c-split", h2cClient(px), fmt.Sprintf("http://%s/gen/%d", plain, 3<<20+7)},
+		{"h2c-small", h2cClient(px), fmt.Sprintf("http://%s/gen/%d", plain, 1000)},
+		{"connect-tls", h1Client(px), fmt.Sprintf("https://%s/gen/%d", tlsOrigin, 2<<20+3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var size int64
+			fmt.Sscanf(tc.url[strings.LastIndex(tc.url, "/")+1:], "%d", &size)
+			status, n, sum, err := fetch(t, tc.client, tc.url)
+			if err != nil || status != 200 || n != size || sum != content.Digest(size) {
+				t.Fatalf("status %d, %d bytes (%v), SHA-256 ok %v; want 200 and /gen/%d", status, n, err, sum == content.Digest(size), size)
+			}
+		})
+	}
+	t.Run("h1-not-found", func(t *testing.T) {
+		if status, _, _, err := fetch(t, h1Client(px), "http://"+plain+"/nothing"); status != 404 || err != nil {
+			t.Fatalf("status %d (%v), want the origin's 404", status, err)
+		}
+	})
+}
+
+// An origin that cannot be reached is a 502 that says why.
+func TestProxyOriginDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	px := mpProxy(t)
+	for _, tc := range []struct {
+		name string
+		req  string
+		want string
+	}{
+		{"get", "GET http://" + dead + "/gen/1 HTTP/1.1\r\nHost: " + dead + "\r\n\r\n", "HTTP/1.1 502"},
+		{"connect", "CONNECT " + dead + " HTTP/1.1\r\nHost: " + dead + "\r\n\r\n", "HTTP/1.1 502"},
+		{"origin-form", "GET /gen/1 HTTP/1.1\r\nHost: " + px + "\r\n\r\n", "HTTP/1.1 400"},
+		{"loop", "GET http://" + px + "/gen/1 HTTP/1.1\r\nHost: " + px + "\r\n\r\n", "HTTP/1.1 400"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", px)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, tc.req)
+			res, err := http.ReadResponse(bufioReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			if got := fmt.Sprintf("HTTP/1.1 %d", res.StatusCode); got != tc.want || !strings.HasPrefix(string(body), "shunt proxy: ") {
+				t.Fatalf("got %s %q, want %s with a reason", got, body, tc.want)
+			}
+			if tc.name != "origin-form" && tc.name != "loop" && !strings.Contains(string(body), dead) {
+				t.Fatalf("reason %q does not name the origin %s", body, dead)
+			}
+		})
+	}
+}
+
+// brokenTransport answers every request with a body that fails after half
+// of size bytes; announced says whether the length is in the response.
+type brokenTransport struct {
+	size      int64
+	announced bool
+}
+
+func (b brokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body := io.MultiReader(io.LimitReader(zeros{}, b.size/2), errReader{errors.New("test: every path failed")})
+	length := int64(-1)
+	if b.announced {
+		length = b.size
+	}
+	return &http.Response{StatusCode: 200, ProtoMajor: 2, Header: http.Header{}, ContentLength: length,
+		Body: io.NopCloser(body), Request: req}, nil
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// A body that fails mid-way reaches the application as a broken transfer,
+// never as a complete one.
+func TestProxyAbortsBrokenBody(t *testing.T) {
+	const size = 1 << 20
+	for _, announced := range []bool{true, false} {
+		p := &Proxy{Transport: brokenTransport{size, announced}, ErrorLog: discardLog()}
+		px := serve(t, &server.Server{Handler: p})
+		for name, c := range map[string]*http.Client{"h1": h1Client(px), "h2c": h2cClient(px)} {
+			t.Run(fmt.Sprintf("%s-length-%v", name, announced), func(t *testing.T) {
+				status, n, _, err := fetch(t, c, "http://origin.invalid/x")
+				if status != 200 || err == nil || n >= size {
+					t.Fatalf("status %d, %d of %d bytes, read error %v; want the transfer broken", status, n, size, err)
+				}
+			})
+		}
+	}
+}
