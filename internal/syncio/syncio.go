@@ -12,14 +12,27 @@ import (
 
 // Writer serialises writes to W.
 type Writer struct {
-	mu sync.Mutex
-	W  io.Writer
+	mu     sync.Mutex
+	W      io.Writer
+	closed bool
 }
 
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return len(p), nil
+	}
 	return w.W.Write(p)
+}
+
+// Close makes later writes vanish: a command's background goroutines (an
+// SMig pool still dialing) must not write to its stderr once it returned.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	return nil
 }
 
 // Buffer is a bytes.Buffer that may be written and read concurrently.

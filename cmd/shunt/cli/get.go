@@ -64,6 +64,7 @@ type getOptions struct {
 	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
 	json     string           // --json FILE: append the download's record
 	timeouts getTimeouts
+	retries  int // --retries: re-requests by Range + If-Range of a broken body
 }
 
 // getTimeouts bound the phases of a download, so a server that accepts
@@ -162,6 +163,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.DurationVar(&o.timeouts.connect, "connect-timeout", 30*time.Second, "give up when connecting (TCP and TLS) takes longer than `DURATION`")
 	fs.DurationVar(&o.timeouts.response, "response-timeout", time.Minute, "give up when the response's header has not come `DURATION` after connecting")
 	fs.DurationVar(&o.timeouts.idle, "idle-timeout", mph2.DefaultStallTimeout, "give up when no body byte has come for `DURATION` (MP-H2: on any path; a path's outage alone is waited out)")
+	fs.IntVar(&o.retries, "retries", h2.DefaultResumeRetries, "when the connection breaks mid-body, ask for the rest with Range + If-Range up to `N` times on a new connection (0: never); a changed ETag or Last-Modified fails the download")
 	fs.StringVar(&o.json, "json", "", "append the download's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -201,6 +203,9 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 		if o.http11 || o.url.Scheme == "http" && !o.h2c {
 			return o, errors.New("--smig is an HTTP/2 extension: use an https:// URL or --h2c")
 		}
+	}
+	if o.retries < 0 {
+		return o, fmt.Errorf("--retries %d: must not be negative", o.retries)
 	}
 	for _, t := range []struct {
 		name string
@@ -253,7 +258,9 @@ func parseRangeFlag(s string) (first, last int64, err error) {
 }
 
 func runGet(ctx context.Context, args []string, gio getIO) (err error) {
-	gio.stderr = &syncio.Writer{W: gio.stderr}
+	stderr := &syncio.Writer{W: gio.stderr}
+	defer stderr.Close()
+	gio.stderr = stderr
 	o, err := parseGetArgs(args, gio.stderr)
 	if err != nil {
 		return err
@@ -303,11 +310,15 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 	times := getTimes{start: time.Now(), usedTLS: o.url.Scheme == "https", dog: dog, limits: o.timeouts}
 	dog.set(o.timeouts.connect, "no connection within %v (--connect-timeout)")
 	var resp *http.Response
+	var again http.RoundTripper // for the re-requests of a broken body
 	if o.http11 || (o.url.Scheme == "http" && !o.h2c) {
-		resp, err = roundTripHTTP1(req, o, &times)
+		var tr *http.Transport
+		resp, tr, err = roundTripHTTP1(req, o, &times)
+		defer tr.CloseIdleConnections()
+		again = tr
 	} else {
 		var nc net.Conn
-		resp, nc, err = roundTripH2(ctx, req, o, &times, gio.stderr)
+		resp, nc, again, err = roundTripH2(ctx, req, o, &times, gio.stderr)
 		if nc != nil {
 			defer nc.Close()
 		}
@@ -315,6 +326,7 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", o.url, explain(ctx, err))
 	}
+	resp = resumer(again, o, gio.stderr).Wrap(req, resp)
 	defer resp.Body.Close()
 	times.firstByte = time.Since(times.start)
 	dog.set(o.timeouts.idle, "no data for %v (--idle-timeout)")
@@ -434,7 +446,20 @@ func openGetOutput(o getOptions, seekable bool) (*output, error) {
 	return out, nil
 }
 
-func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Response, error) {
+// resumer re-requests a broken body's rest on rt, saying so on stderr.
+func resumer(rt http.RoundTripper, o getOptions, stderr io.Writer) *h2.Resume {
+	retries := o.retries
+	if retries == 0 {
+		retries = -1
+	}
+	return &h2.Resume{Transport: rt, Retries: retries, OnResume: func(_ *http.Request, n int64, cause error) {
+		fmt.Fprintf(stderr, "resuming at byte %d with Range + If-Range after: %v\n", n, cause)
+	}}
+}
+
+// roundTripHTTP1 returns the transport too, for re-requests; the caller
+// closes its idle connections.
+func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Response, *http.Transport, error) {
 	dial := timedDial(times)
 	tr := &http.Transport{
 		DialContext: dial,
@@ -449,32 +474,33 @@ func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Res
 		TLSNextProto:       map[string]func(string, *tls.Conn) http.RoundTripper{},
 		DisableCompression: true, // the body must arrive as the server sent it
 	}
-	defer tr.CloseIdleConnections()
-	return tr.RoundTrip(req)
+	res, err := tr.RoundTrip(req)
+	return res, tr, err
 }
 
 // roundTripH2 dials and handshakes itself (so connect and TLS are timed)
 // and hands the connection to the h2 engine. The caller closes the conn.
-func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, error) {
+// again is a transport for re-requests, on connections of its own.
+func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (resp *http.Response, nc net.Conn, again http.RoundTripper, err error) {
 	addr := h2.HostPort(o.url.Host, o.url.Scheme)
-	nc, err := timedDial(times)(ctx, "tcp", addr)
+	nc, err = timedDial(times)(ctx, "tcp", addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if o.smig != "" {
 		return roundTripSMig(req, nc, o, times, stderr)
 	}
-	tr := &h2.Transport{AllowHTTP: o.h2c}
+	tr := &h2.Transport{AllowHTTP: o.h2c, DialContext: (&net.Dialer{Timeout: o.timeouts.connect}).DialContext}
 	if o.url.Scheme == "https" {
 		tr.TLSClientConfig = tlsConfig(o, "h2")
 		tc, err := timedTLS(ctx, nc, tr.TLSClientConfig, times)
 		if err != nil {
 			nc.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
 			tc.Close()
-			return nil, nil, fmt.Errorf("server did not choose h2 by ALPN (got %q); try --http1.1", p)
+			return nil, nil, nil, fmt.Errorf("server did not choose h2 by ALPN (got %q); try --http1.1", p)
 		}
 		nc = tc
 	}
@@ -484,19 +510,19 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 	cc, err := tr.NewClientConn(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	resp, err := cc.RoundTrip(req)
+	resp, err = cc.RoundTrip(req)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return resp, nc, nil
+	return resp, nc, tr, nil
 }
 
 // roundTripSMig runs the request on an SMig transport whose first
 // connection is nc (timed by the caller); pooled ones it dials itself.
-func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, error) {
+func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, times *getTimes, stderr io.Writer) (*http.Response, net.Conn, http.RoundTripper, error) {
 	p, _ := smig.ParsePolicy(o.smig) // checked with the flags
 	first := nc
 	var once, tlsDone sync.Once
@@ -516,7 +542,7 @@ func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, times *getTimes
 			if c != nil {
 				return c, nil
 			}
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
+			return (&net.Dialer{Timeout: o.timeouts.connect}).DialContext(ctx, network, addr)
 		}}
 	if o.verbose {
 		tr.Config.Trace = h2.FrameTracer(stderr, time.Now(), smig.Describe)
@@ -524,9 +550,9 @@ func roundTripSMig(req *http.Request, nc net.Conn, o getOptions, times *getTimes
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return resp, nc, nil
+	return resp, nc, tr, nil
 }
 
 func tlsConfig(o getOptions, proto string) *tls.Config {
