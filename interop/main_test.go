@@ -82,12 +82,19 @@ func (s *shuntServer) url(path string) string { return s.base + path }
 // [extra...]` and reads the listening address from its first stdout line.
 func startShunt(t *testing.T, root string, tls bool, extra ...string) *shuntServer {
 	t.Helper()
-	needShunt(t)
 	args := []string{"serve", "--root", root, "--addr", "127.0.0.1:0"}
+	scheme := "http"
 	if tls {
-		args = append(args, "--tls")
+		args, scheme = append(args, "--tls"), "https"
 	}
-	args = append(args, extra...)
+	return startListening(t, scheme, append(args, extra...)...)
+}
+
+// startListening runs `shunt args...`, a command whose first stdout line
+// is "listening on SCHEME://HOST:PORT" (serve, proxy), until the test ends.
+func startListening(t *testing.T, scheme string, args ...string) *shuntServer {
+	t.Helper()
+	needShunt(t)
 	cmd := exec.Command(shuntBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
@@ -119,7 +126,7 @@ func startShunt(t *testing.T, root string, tls bool, extra ...string) *shuntServ
 			case <-time.After(5 * time.Second):
 				cmd.Process.Kill()
 				<-exited
-				t.Errorf("shunt serve did not exit within 5s of SIGTERM")
+				t.Errorf("shunt %s did not exit within 5s of SIGTERM", args[0])
 			}
 		})
 		return stderr.String()
@@ -130,10 +137,7 @@ func startShunt(t *testing.T, root string, tls bool, extra ...string) *shuntServ
 	case line = <-lines:
 	case <-time.After(10 * time.Second):
 	}
-	want := "listening on http://"
-	if tls {
-		want = "listening on https://"
-	}
+	want := "listening on " + scheme + "://"
 	base, ok := strings.CutPrefix(line, "listening on ")
 	if !strings.HasPrefix(line, want) {
 		cmd.Process.Kill()
@@ -143,7 +147,7 @@ func startShunt(t *testing.T, root string, tls bool, extra ...string) *shuntServ
 	_, addr, _ := strings.Cut(base, "://")
 	if _, port, err := net.SplitHostPort(addr); !ok || err != nil || port == "0" {
 		stop()
-		t.Fatalf("shunt serve: bad address in %q", line)
+		t.Fatalf("shunt %s: bad address in %q", args[0], line)
 	}
 	t.Cleanup(func() {
 		stop()
