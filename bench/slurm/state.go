@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"sort"
@@ -40,19 +41,11 @@ func jobFields(out string) []map[string]string {
 
 // formatJob is one line of jobFields' input, keys in order.
 func formatJob(f map[string]string) string {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
+	var words []string
+	for _, k := range slices.Sorted(maps.Keys(f)) {
+		words = append(words, k+"="+f[k])
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k + "=" + f[k])
-	}
-	return b.String()
+	return strings.Join(words, " ")
 }
 
 // jobs is what scontrol says of job id (every task of an array).
