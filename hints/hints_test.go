@@ -106,8 +106,11 @@ func TestDecidePresets(t *testing.T) {
 		{"urgent-fast", doc, Decision{Path: 1, Second: -1, Rule: 1}},
 		{"urgent-fast", img, Decision{Path: 0, Second: -1, Rule: 2}},
 		{"redundant-urgent", doc, Decision{Path: 1, Second: 0, Rule: 1}},
-		{"redundant-urgent", img, Decision{Path: 0, Second: -1, Rule: 2}},
-		{"tail", img, Decision{Path: 0, Second: -1, Tail: 64000, Rule: 2}},
+		{"redundant-urgent", img, Decision{Path: 0, Second: -1, Rule: 3}},
+		{"redundant-urgent", Hint{Script, 200000, 1}, Decision{Path: 1, Second: -1, Rule: 2}},
+		{"tail", img, Decision{Path: 0, Second: -1, Tail: 32000, Rule: 2}},
+		{"tail", Hint{Image, 5000, 2}, Decision{Path: 0, Second: -1, Rule: 3}},
+		{"urgent-fast-share", doc, Decision{Path: 1, Second: -1, Rule: 1}},
 		{"adaptive", doc, Decision{Path: 1, Second: -1, Rule: 2}},
 	} {
 		if got := mustPreset(t, tc.policy).Decide(tc.h, twoPaths(), t0); got != tc.want {
@@ -177,6 +180,25 @@ func TestDecideFinishAndBudget(t *testing.T) {
 	}
 }
 
+// budget=25%: the fast path takes a bulk request only while its share of
+// the bytes placed, the request's included, stays within a quarter.
+func TestDecideShareBudget(t *testing.T) {
+	p := mustPreset(t, "urgent-fast-share")
+	img := Hint{Image, 100000, 2}
+	paths := twoPaths()
+	if d := p.Decide(img, paths, t0); d.Path != 0 {
+		t.Errorf("first request: path %d, want cheap (100 %% of the bytes would be on fast)", d.Path)
+	}
+	paths[0].Sent, paths[1].Sent = 300000, 0
+	if d := p.Decide(img, paths, t0); d.Path != 1 {
+		t.Errorf("100 KB of 400 KB: path %d, want fast (25 %%)", d.Path)
+	}
+	paths[1].Sent = 1
+	if d := p.Decide(img, paths, t0); d.Path != 0 {
+		t.Errorf("100001 B of 400001 B: path %d, want cheap", d.Path)
+	}
+}
+
 func TestShouldTail(t *testing.T) {
 	d := Decision{Path: 0, Second: -1, Tail: 64000}
 	// 1 MB on the cheap path at 1.25 MB/s since t0.
@@ -221,7 +243,9 @@ func TestParseErrors(t *testing.T) {
 		{"size>10KB size<5KB -> path=cheap", "x.rules line 1: size bounds 10001..4999 match nothing"},
 		{"size<0 -> path=cheap", "x.rules line 1: matcher \"size<0\": nothing is below 0"},
 		{"urgency<=8 -> path=fast", "x.rules line 1: matcher \"urgency<=8\": urgency \"8\": want 0..7"},
-		{"loss>=2 -> path=fast", "x.rules line 1: loss \"2\": want a percentage"},
+		{"loss>=2 -> path=fast", "x.rules line 1: matcher \"loss>=2\": \"2\": want a percentage"},
+		{"* -> path=fast budget=0%", "x.rules line 1: \"0%\": want a percentage"},
+		{"* -> path=fast budget=25% budget=1MB", "x.rules line 1: action budget given twice"},
 		{"* urgent -> path=fast", "x.rules line 1: * matches everything"},
 		{"urgent bulk -> path=fast", "x.rules line 1: urgent/bulk given twice"},
 		{"urgent -> redundant", "x.rules line 1: no path=... after ->"},
@@ -245,7 +269,7 @@ func TestParseRoundTrip(t *testing.T) {
 class=image,media size>100KB -> path=cheap tail=32KiB
 urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
 bulk size<1KB -> path=wifi
-* -> path=finish`
+* -> path=finish budget=12.5%`
 	p, err := Parse("mine.rules", text)
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +283,9 @@ bulk size<1KB -> path=wifi
 	}
 	if r := p.Rules[2]; r.MaxSize != 999 || *r.Urgent || r.Path != "wifi" {
 		t.Errorf("rule 3: %+v", r)
+	}
+	if r := p.Rules[3]; r.BudgetPct != 12.5 || r.Budget != 0 {
+		t.Errorf("rule 4: %+v", r)
 	}
 	checkRoundTrip(t, p)
 	for _, n := range PresetNames() {

@@ -72,8 +72,16 @@ func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
 		return d
 	}
 	d.Rule, d.Tail = r.Line, r.Tail
+	size := max(h.Size, 0)
+	var total int64
+	for _, ps := range paths {
+		total += ps.Sent
+	}
 	over := func(i int) bool {
-		return r.Budget > 0 && paths[i].Sent+max(h.Size, 0) > r.Budget
+		if r.Budget > 0 && paths[i].Sent+size > r.Budget {
+			return true
+		}
+		return r.BudgetPct > 0 && float64(paths[i].Sent+size)*100 > r.BudgetPct*float64(total+size)
 	}
 	d.Path = pick(r.Path, h, paths, now, -1, over)
 	if d.Path < 0 {

@@ -17,14 +17,20 @@ var presets = map[string]string{
 	// The talk's first optimisation: urgent resources (document, style
 	// sheets, blocking scripts) on the fast path, the bulk on the cheap one.
 	"urgent-fast": "urgent -> path=fast\n* -> path=cheap",
+	// urgent-fast, and the bulk wherever it finishes first as long as the
+	// expensive (fast) path carries at most a quarter of the bytes (issue
+	// 19's target share).
+	"urgent-fast-share": "urgent -> path=fast\n* -> path=finish budget=25%",
 	// The second: latency-critical requests on both paths, the slower copy
-	// cancelled; the bulk on the cheap path.
-	"redundant-urgent": "urgent -> path=fast redundant\n* -> path=cheap",
-	// The third: urgent-fast, and a bulk response's last 64 KB asked for
-	// again on the other path when that would deliver them sooner.
-	"tail": "urgent -> path=fast\n* -> path=cheap tail=64KB",
+	// cancelled (only those up to 64 KB: a copy of a large script costs
+	// more than it saves); the bulk on the cheap path.
+	"redundant-urgent": "urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\n* -> path=cheap",
+	// The third: urgent-fast, and the last 32 KB of a bulk response of
+	// 100 KB or more asked for again on the other path when that would
+	// deliver them sooner.
+	"tail": "urgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
 	// urgent-fast, with the redundancy only when a path loses packets.
-	"adaptive": "loss>=0.5% urgent -> path=fast redundant\nurgent -> path=fast\n* -> path=cheap tail=64KB",
+	"adaptive": "loss>=0.5% urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
 }
 
 // PresetNames lists the presets, sorted.

@@ -38,7 +38,8 @@ const (
 // wins), "tail=N" (re-request the last N bytes on the other path when it
 // would deliver them sooner), "budget=N" (the preferred path takes this rule's
 // request only while its bytes in this load stay within N; else the cheapest
-// path).
+// path), "budget=P%" (... only while its share of the bytes placed so far,
+// this request's included, stays within P %).
 type Policy struct {
 	Name  string
 	Rules []Rule
@@ -58,7 +59,8 @@ type Rule struct {
 	Path      string
 	Redundant bool
 	Tail      int64
-	Budget    int64
+	Budget    int64   // bytes; 0 none
+	BudgetPct float64 // share of the load's bytes, percent; 0 none
 }
 
 func anyRule() Rule { return Rule{MinSize: -1, MaxSize: -1, MinUrg: -1, MaxUrg: -1} }
@@ -213,7 +215,9 @@ func parseRule(matchers, actions []string) (Rule, error) {
 			err = parseBound(m, "urgency", &r.MinUrg, &r.MaxUrg, parseUrgencyValue, once)
 		case strings.HasPrefix(m, "loss>="):
 			if err = once("loss"); err == nil {
-				r.MinLoss, err = parsePercent(m[len("loss>="):])
+				if r.MinLoss, err = parsePercent(m[len("loss>="):]); err != nil {
+					err = fmt.Errorf("matcher %q: %v", m, err)
+				}
 			}
 		default:
 			err = fmt.Errorf("unknown matcher %q", m)
@@ -241,6 +245,8 @@ func parseRule(matchers, actions []string) (Rule, error) {
 			if err == nil && r.Tail == 0 {
 				err = fmt.Errorf("tail=0: leave it out for no tail")
 			}
+		case k == "budget" && strings.HasSuffix(v, "%"):
+			r.BudgetPct, err = parsePercent(v)
 		case k == "budget" && hasV:
 			r.Budget, err = parseBytes(v)
 			if err == nil && r.Budget == 0 {
@@ -329,7 +335,7 @@ func parsePercent(s string) (float64, error) {
 	v, ok := strings.CutSuffix(s, "%")
 	f, err := strconv.ParseFloat(v, 64)
 	if !ok || err != nil || !(f > 0 && f <= 100) {
-		return 0, fmt.Errorf("loss %q: want a percentage above 0 and at most 100, such as 1%%", s)
+		return 0, fmt.Errorf("%q: want a percentage above 0 and at most 100, such as 1%%", s)
 	}
 	return f, nil
 }
@@ -387,6 +393,9 @@ func (r Rule) String() string {
 	}
 	if r.Budget > 0 {
 		a = append(a, "budget="+strconv.FormatInt(r.Budget, 10))
+	}
+	if r.BudgetPct > 0 {
+		a = append(a, "budget="+strconv.FormatFloat(r.BudgetPct, 'g', -1, 64)+"%")
 	}
 	return strings.Join(m, " ") + " -> " + strings.Join(a, " ")
 }

@@ -98,7 +98,7 @@ func StartChromium(ctx context.Context, env *experiment.Env, c ChromiumConfig) (
 	if s.restoreCC, err = origin.SetNamespaceCC(env.Net.Client(), origin.CC); err != nil {
 		return nil, fmt.Errorf("client namespace: %w", err)
 	}
-	s.srv, err = serveSite(env, site.ServeConfig{Handler: h, TLS: true, H3: c.Proto == "h3", Pacing: c.Pacing})
+	s.srv, err = serveSite(env, false, site.ServeConfig{Handler: h, TLS: true, H3: c.Proto == "h3", Pacing: c.Pacing})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("site server: %w", err), s.restoreCC())
 	}

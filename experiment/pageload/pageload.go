@@ -37,6 +37,12 @@ type Config struct {
 	Compute  bool   `param:"compute" help:"run the graph's computations for their recorded time"`
 	TLS      bool   `param:"tls" help:"TLS for h1 and h2 (h3 always has it); false: cleartext HTTP/1.1 and h2c"`
 	SMig     string `param:"smig" help:"h2 with SMig: nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES]; a server policy runs in the server, migcp in the client"`
+	// Issue 19: a load over every path of the network, one HTTP/2
+	// connection per path (multipath.go).
+	Policy    string `param:"policy" help:"h2 over every path, one connection each: a hints preset (urgent-fast, redundant-urgent, tail, ...) or rule file placing each request, or mph2 (every object split by MP-H2); empty: one connection"`
+	Expensive string `param:"expensive" help:"with policy: the paths (NAME[,NAME]) whose bytes cost (cost 1; the others 0)"`
+	Path      string `param:"path" help:"one connection bound to this path's address (a single-path baseline on a multipath network)"`
+	MPTCP     bool   `param:"mptcp" help:"one h2 connection over a kernel MPTCP socket (first subflow on path, or the first path), MPTCP listener"`
 }
 
 // DefaultConfig is the paper's multistreamed transport over TLS.
@@ -53,6 +59,15 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.streams", strconv.Itoa(c.Streams), "want at least 1")
 	case c.SMig != "" && c.Proto != fetch.H2:
 		return experiment.Errorf("params.smig", c.SMig, "SMig needs proto h2")
+	case (c.Policy != "" || c.MPTCP) && (c.Proto != fetch.H2 || c.SMig != ""):
+		return experiment.Errorf("params.proto", c.Proto, "policy and mptcp need proto h2 without smig")
+	case c.Policy != "" && (c.MPTCP || c.Path != ""):
+		return experiment.Errorf("params.policy", c.Policy, "a policy uses every path: no mptcp or path beside it")
+	case c.Expensive != "" && c.Policy == "":
+		return experiment.Errorf("params.expensive", c.Expensive, "costs matter only to a policy")
+	}
+	if _, err := c.policy(); err != nil {
+		return &experiment.FieldError{Field: "params.policy", Value: c.Policy, Err: err}
 	}
 	if c.SMig != "" {
 		if _, err := smig.ParsePolicy(c.SMig); err != nil {
@@ -167,7 +182,10 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	s.srv, err = serveSite(env, site.ServeConfig{Handler: h, TLS: c.TLS || c.Proto == fetch.H3, H3: c.Proto == fetch.H3, Pacing: c.Pacing, SMig: c.serverSMig()})
+	if err := c.checkPaths(env.Net.Paths()); err != nil {
+		return nil, err
+	}
+	s.srv, err = serveSite(env, c.MPTCP, site.ServeConfig{Handler: h, TLS: c.TLS || c.Proto == fetch.H3, H3: c.Proto == fetch.H3, Pacing: c.Pacing, SMig: c.serverSMig()})
 	if err != nil {
 		return nil, fmt.Errorf("page server: %w", err)
 	}
@@ -193,10 +211,10 @@ func where(nw experiment.Network) string {
 }
 
 // serveSite runs a page server in the first server namespace on env.Port,
-// cubic on every socket, logging to env.Log.
-func serveSite(env *experiment.Env, cfg site.ServeConfig) (*site.Running, error) {
+// cubic on every socket (an MPTCP listener with mptcp), logging to env.Log.
+func serveSite(env *experiment.Env, mptcp bool, cfg site.ServeConfig) (*site.Running, error) {
 	srvHost := env.Net.Servers()[0]
-	so := experiment.SockOpts{CC: origin.CC}
+	so := experiment.SockOpts{CC: origin.CC, MPTCP: mptcp}
 	cfg.Addr, cfg.CC = origin.Addr(env.Net, env.Port), origin.CC
 	cfg.Listen = func(network, addr string) (net.Listener, error) { return srvHost.Listen(network, addr, so) }
 	cfg.ListenPacket = func(network, addr string) (net.PacketConn, error) { return listenPacketIn(srvHost, network, addr) }
@@ -236,6 +254,7 @@ func (s *Session) Info() map[string]string {
 	if s.cfg.SMig != "" {
 		info["smig_policy"] = s.cfg.SMig
 	}
+	s.multipathInfo(info)
 	return info
 }
 
@@ -255,13 +274,17 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if !ok {
 		return experiment.Result{}, fmt.Errorf("page %s: not served by this session", r.Object.Name)
 	}
+	if s.cfg.Policy != "" {
+		return s.runMultipath(ctx, pg)
+	}
 	cfg, err := s.cfg.fetchConfig()
 	if err != nil {
 		return experiment.Result{}, err
 	}
 	cfg.Addr, cfg.Page, cfg.TLSConfig = s.addr, pg.Name, s.tls
-	so := experiment.SockOpts{CC: origin.CC}
+	so := experiment.SockOpts{CC: origin.CC, MPTCP: s.cfg.MPTCP}
 	if s.net != nil {
+		so.Source = s.cfg.source(s.net.Paths())
 		client := s.net.Client()
 		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return client.DialContext(ctx, network, addr, so)
@@ -283,7 +306,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		return experiment.Result{}, err
 	}
 	return experiment.Result{
-		Metrics: map[string]float64{"plt": res.PLT.Seconds()},
+		Metrics: pageMetrics(pg, res),
 		Counts:  map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())},
 		Info:    map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "schedule": f.Config().Schedule, "load": string(load), "sizes_from": sizesFrom(pg)},
 		Sock:    so,

@@ -217,3 +217,6 @@ func (m *memAt) WriteAt(p []byte, off int64) (int, error) {
 	}
 	return copy(m.b[off:], p), nil
 }
+
+// Schedule is the schedule the requests' Priority headers ask for.
+func (m *Multipath) Schedule() string { return m.cfg.Schedule }

@@ -22,7 +22,7 @@ import (
 
 var replayCmd = &Command{
 	Name:  "replay",
-	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--schedule interleaved|sequential|browser] [--pacing] [--compute] [--tls=false] [--smig POLICY] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
+	Usage: "replay PAGE [--proto h1|h2|h3] [--conns N] [--streams N] [--schedule interleaved|sequential|browser] [--pacing] [--compute] [--tls=false] [--smig POLICY] [--policy PRESET|FILE|mph2 [--expensive PATH]] [--path PATH] [--mptcp] [--browser] [--url URL [--insecure]] [--json FILE] [link options]",
 	Short: "load a page's dependency graph once over HTTP/1.1, HTTP/2 or HTTP/3 and draw its waterfall",
 }
 
@@ -37,7 +37,7 @@ func init() {
 const replayPort = 8443
 
 // replay-only options, which a Chromium load (--browser) does not take.
-var replayOnly = []string{"conns", "streams", "schedule", "tls", "smig"}
+var replayOnly = []string{"conns", "streams", "schedule", "tls", "smig", "policy", "expensive", "path", "mptcp"}
 
 // runReplay runs the page-load experiment (package pageload) once: the
 // options are the experiment's own (the same as scenario params), the

@@ -1,0 +1,97 @@
+package drivers
+
+import (
+	"testing"
+
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay/site"
+)
+
+func TestHintsParamErrors(t *testing.T) {
+	google := experiment.Object{Name: "google"}
+	wantCheckErrors(t, []checkCase{
+		{"replay", map[string]string{"policy": "fastest"}, google, `params.policy "fastest": no policy preset "fastest"`},
+		{"replay", map[string]string{"policy": "/nonexistent.rules"}, google, `params.policy "/nonexistent.rules"`},
+		{"replay", map[string]string{"policy": "tail", "proto": "h3"}, google, "policy and mptcp need proto h2"},
+		{"replay", map[string]string{"mptcp": "true", "smig": "migsp"}, google, "policy and mptcp need proto h2 without smig"},
+		{"replay", map[string]string{"policy": "tail", "path": "wifi"}, google, "a policy uses every path"},
+		{"replay", map[string]string{"expensive": "lte"}, google, "costs matter only to a policy"},
+	})
+}
+
+// TestHintsOverTestbed loads Google's page over a two-path network (cheap
+// 80 ms, expensive 20 ms RTT) with a hinted policy, redundancy and MP-H2,
+// and over the expensive path alone: every object is checked by the
+// fetchers, the byte counts must add up and land where the policy says.
+func TestHintsOverTestbed(t *testing.T) {
+	recs := sweep(t, `
+name: hints-test
+reps: 1
+seed: 1
+conditions:
+  - name: latency
+    topology: twopath
+    paths:
+      - {name: cheap, down: &c {delay: 40ms, rate: 10Mbit, queue: "droptail:packets=100"}, up: *c}
+      - {name: exp, down: &e {delay: 10ms, rate: 10Mbit, queue: "droptail:packets=100"}, up: *e}
+protocols:
+  - {name: urgent-fast, driver: replay, params: {policy: urgent-fast, expensive: exp, schedule: browser}}
+  - {name: redundant, driver: replay, params: {policy: redundant-urgent, expensive: exp, schedule: browser}}
+  - {name: mph2, driver: replay, params: {policy: mph2, expensive: exp, schedule: browser}}
+  - {name: exp-alone, driver: replay, params: {path: exp, schedule: browser}}
+objects:
+  - {name: google}
+`)
+	pg, err := page.Load(mustPageFile(t, "google"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urgent int64
+	for i, h := range hints.FromPage(pg) {
+		if h.Urgent() {
+			urgent += pg.Objects[i].Size
+		}
+	}
+	for _, rec := range recs {
+		c, m := rec.Counts, rec.Metrics
+		if !(m["dcl"] > 0.020 && m["dcl"] <= m["plt"] && m["last_urgent"] <= m["dcl"]) {
+			t.Errorf("%s: plt %v dcl %v last_urgent %v", rec.Protocol.Name, m["plt"], m["dcl"], m["last_urgent"])
+		}
+		if rec.Protocol.Name == "exp-alone" {
+			continue
+		}
+		if used := c["used_cheap"] + c["used_exp"]; used != float64(pg.TotalSize()) {
+			t.Errorf("%s: paths used %v bytes, want %d", rec.Protocol.Name, used, pg.TotalSize())
+		}
+		if c["received_cheap"] < c["used_cheap"] || c["received_exp"] < c["used_exp"] || c["dup_bytes"] < 0 {
+			t.Errorf("%s: %v", rec.Protocol.Name, c)
+		}
+		switch rec.Protocol.Name {
+		case "urgent-fast":
+			// The document, style sheets and blocking scripts on the 20 ms
+			// path, the rest on the cheap one.
+			if c["used_exp"] != float64(urgent) || c["wasted_body"] != 0 || c["redundant"] != 0 {
+				t.Errorf("urgent-fast: %v bytes on exp, want the %d urgent: %v", c["used_exp"], urgent, c)
+			}
+		case "redundant":
+			if c["redundant"] == 0 || c["requests_cheap"]+c["requests_exp"] <= c["objects"] {
+				t.Errorf("redundant: %v", c)
+			}
+		case "mph2":
+			if c["used_cheap"] == 0 || c["used_exp"] == 0 {
+				t.Errorf("mph2: a path unused: %v", c)
+			}
+		}
+	}
+}
+
+func mustPageFile(t *testing.T, name string) string {
+	t.Helper()
+	f, err := site.PageFile(name)
+	if err != nil {
+		t.Skipf("needs the project's graphs: %v", err)
+	}
+	return f
+}

@@ -1,0 +1,190 @@
+package pageload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+	"github.com/shunt-net/shunt/replay/fetch"
+)
+
+// PolicyMPH2 is the policy value of MP-H2 without hints.
+const PolicyMPH2 = "mph2"
+
+// policy is the hints policy the configuration names; nil for none and
+// for MP-H2.
+func (c Config) policy() (*hints.Policy, error) {
+	if c.Policy == "" || c.Policy == PolicyMPH2 {
+		return nil, nil
+	}
+	return hints.Load(c.Policy)
+}
+
+// checkPaths checks the path names the configuration gives against the
+// network's, and that every path reaches the one page server.
+func (c Config) checkPaths(paths []experiment.PathInfo) error {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p.Name
+		if c.Policy != "" && p.ServerAddr != paths[0].ServerAddr {
+			return experiment.Errorf("params.policy", c.Policy, "path %s reaches another server (multi-homing is not supported by the page loads)", p.Name)
+		}
+	}
+	if c.Path != "" && !slices.Contains(names, c.Path) {
+		return experiment.Errorf("params.path", c.Path, "no such path (have %s)", strings.Join(names, ", "))
+	}
+	for _, e := range c.expensive() {
+		if !slices.Contains(names, e) {
+			return experiment.Errorf("params.expensive", c.Expensive, "no path %s (have %s)", e, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func (c Config) expensive() []string {
+	if c.Expensive == "" {
+		return nil
+	}
+	return strings.Split(c.Expensive, ",")
+}
+
+// source is the client address a single connection binds to: path's, the
+// first path's for MPTCP (its first subflow), else none.
+func (c Config) source(paths []experiment.PathInfo) string {
+	for _, p := range paths {
+		if p.Name == c.Path {
+			return p.ClientAddr
+		}
+	}
+	if c.MPTCP && len(paths) > 0 {
+		return paths[0].ClientAddr
+	}
+	return ""
+}
+
+func (s *Session) multipathInfo(info map[string]string) {
+	switch {
+	case s.cfg.Policy == PolicyMPH2:
+		info["client"] = "shunt fetch.Multipath over mph2.Client (MP-H2, every object split, RST_STREAM ends)"
+	case s.cfg.Policy != "":
+		info["client"] = "shunt fetch.Multipath over mph2.Hinted"
+		if pol, err := s.cfg.policy(); err == nil {
+			info["policy_rules"] = pol.String()
+		}
+	case s.cfg.MPTCP:
+		info["client"] += " over kernel MPTCP"
+	}
+	if s.cfg.Path != "" {
+		info["client"] += " on path " + s.cfg.Path
+	}
+}
+
+// runMultipath loads pg over every path of the network, one HTTP/2
+// connection each, placed by the policy (or MP-H2), and counts each path's
+// bytes.
+func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.Result, error) {
+	if s.net == nil {
+		return experiment.Result{}, errors.New("a multipath load needs the session's network (not a server elsewhere)")
+	}
+	pol, err := s.cfg.policy()
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	client := s.net.Client()
+	exp := s.cfg.expensive()
+	var paths []mph2.Path
+	var cost []float64
+	for _, pi := range s.net.Paths() {
+		so := experiment.SockOpts{CC: origin.CC, Source: pi.ClientAddr}
+		paths = append(paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return client.DialContext(ctx, network, addr, so)
+		}})
+		cost = append(cost, map[bool]float64{true: 1}[slices.Contains(exp, pi.Name)])
+	}
+	m, err := fetch.NewMultipath(fetch.MultipathConfig{Paths: paths, Cost: cost, Policy: pol, Addr: s.addr,
+		TLS: s.cfg.TLS, TLSConfig: s.tls, Page: pg, Schedule: s.cfg.Schedule})
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	res, err := replay.Run(ctx, pg, m, replay.Options{Compute: s.cfg.Compute})
+	st := m.Stats()
+	if err = errors.Join(err, m.Close()); err != nil {
+		return experiment.Result{}, err
+	}
+	load, err := json.Marshal(res)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	metrics := pageMetrics(pg, res)
+	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(len(paths)),
+		"redundant": float64(st.Redundant), "second_won": float64(st.SecondWon), "tails": float64(st.Tails), "tail_won": float64(st.TailWon),
+		"wasted_body": float64(st.Wasted)}
+	var received, onExpensive int64
+	for _, p := range st.Paths {
+		counts["received_"+p.Name] = float64(p.Received)
+		counts["used_"+p.Name] = float64(p.Used)
+		counts["requests_"+p.Name] = float64(p.Requests)
+		received += p.Received
+		if slices.Contains(exp, p.Name) {
+			onExpensive += p.Received
+		}
+	}
+	counts["dup_bytes"] = float64(received - res.Bytes)
+	if received > 0 {
+		metrics["expensive_pct"] = 100 * float64(onExpensive) / float64(received)
+	}
+	metrics["dup_pct"] = 100 * float64(received-res.Bytes) / float64(res.Bytes)
+	label := "h2-mp-" + s.cfg.Policy
+	if pol != nil {
+		label = "h2-mp-" + pol.Name
+	}
+	return experiment.Result{
+		Metrics: metrics,
+		Counts:  counts,
+		Info:    map[string]string{"http": "HTTP/2.0", "transport": label, "schedule": m.Schedule(), "load": string(load), "sizes_from": sizesFrom(pg)},
+		Sock:    experiment.SockOpts{CC: origin.CC},
+	}, nil
+}
+
+// pageMetrics are a load's times: plt; dcl, the DOMContentLoaded analogue
+// (every activity of the document, its style sheets and its blocking
+// scripts done); last_urgent, the last of those objects' downloads done;
+// urgent_p95, the 95th percentile of their downloads' times from ready
+// (the walker asked) to done.
+func pageMetrics(pg *page.Page, r *replay.Result) map[string]float64 {
+	hs := hints.FromPage(pg)
+	urgent := map[string]bool{}
+	var dcl, last time.Duration
+	var times []float64
+	for i, o := range r.Objects {
+		if !hs[i].Urgent() {
+			continue
+		}
+		urgent[o.ID] = true
+		dcl, last = max(dcl, o.Done), max(last, o.Done)
+		times = append(times, (o.Done - o.Ready).Seconds())
+	}
+	for _, c := range r.Comps {
+		if urgent[c.Object] {
+			dcl = max(dcl, c.Done)
+		}
+	}
+	m := map[string]float64{"plt": r.PLT.Seconds(), "dcl": dcl.Seconds(), "last_urgent": last.Seconds()}
+	if len(times) > 0 {
+		sort.Float64s(times)
+		m["urgent_p95"] = times[int(math.Ceil(0.95*float64(len(times))))-1] // nearest rank
+	}
+	return m
+}
