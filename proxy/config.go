@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/netip"
 	"strings"
@@ -16,8 +17,11 @@ import (
 
 // Config is shunt proxy's configuration; the CLI's flags map onto it.
 type Config struct {
-	Listen string      // HOST:PORT the application connects to
-	Paths  []mph2.Path // at least one; CONNECT tunnels take the first that dials
+	Listen string // HOST:PORT the application connects to
+	// Listener, when set, is served instead of listening on Listen: a
+	// socket made in another network namespace, say.
+	Listener net.Listener
+	Paths    []mph2.Path // at least one; CONNECT tunnels take the first that dials
 	// SplitMin is the smallest response split over the paths
 	// (mph2.Transport.SplitMin; 0: its default).
 	SplitMin int64
@@ -27,11 +31,12 @@ type Config struct {
 	Insecure       bool
 	ConnectTimeout time.Duration // per path dial; 0: mph2's default
 	IdleTimeout    time.Duration // a download with no byte on any path fails; 0: mph2's default
+	ErrorLog       *log.Logger   // one line per failed request; nil: the log package's
 }
 
 // Validate names the first field that is wrong.
 func (c Config) Validate() error {
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil && c.Listener == nil {
 		return fmt.Errorf("proxy: Listen %q: want HOST:PORT", c.Listen)
 	}
 	if len(c.Paths) == 0 {
@@ -66,11 +71,14 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
 		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout}
-	p := &Proxy{Transport: &mph2.Transport{Client: c, SplitMin: cfg.SplitMin}, Dial: firstPath(cfg.Paths)}
+	p := &Proxy{Transport: &mph2.Transport{Client: c, SplitMin: cfg.SplitMin}, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
 	srv := &server.Server{Addr: cfg.Listen, Handler: p}
-	ln, err := srv.Listen(ctx)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = srv.Listen(ctx); err != nil {
+			return nil, err
+		}
 	}
 	r := &Running{Addr: ln.Addr().String(), client: c, done: make(chan error, 1)}
 	p.Self = []string{r.Addr}

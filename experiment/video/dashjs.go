@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/shunt-net/shunt/dash"
 	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/proxy"
 	"github.com/shunt-net/shunt/replay/browser"
 )
 
@@ -28,9 +32,17 @@ const DashJSFile = "/opt/shunt/dashjs/node_modules/dashjs/dist/modern/umd/dash.a
 //go:embed dashjs.html
 var dashjsPage []byte
 
-// playerHandler serves the dash.js page and script beside the video.
-func playerHandler(video http.Handler, script string) http.Handler {
+// playerHandler serves the dash.js page and script beside the video, and
+// the manifest without its byte ranges (player.mpd): each segment is a
+// file, so dash.js then asks for whole files with plain GETs, which a proxy
+// may split over paths, where a Range request is the application's own.
+func playerHandler(video http.Handler, script string, mpd []byte) http.Handler {
+	plain := byteRanges.ReplaceAll(mpd, nil)
 	mux := http.NewServeMux()
+	mux.HandleFunc("/player.mpd", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/dash+xml")
+		w.Write(plain)
+	})
 	mux.HandleFunc("/player.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(dashjsPage)
@@ -39,6 +51,9 @@ func playerHandler(video http.Handler, script string) http.Handler {
 	mux.Handle("/", video)
 	return mux
 }
+
+// byteRanges are a SegmentList's byte-range attributes.
+var byteRanges = regexp.MustCompile(` (mediaRange|range)="[^"]*"`)
 
 // checkDashJS says whether the reference player can run here, and its
 // version.
@@ -75,15 +90,24 @@ type jsPlayback struct {
 
 // playDashJS plays the video with dash.js in a fresh headless Chromium in
 // the client namespace: directly (mode single: Chromium cannot bind a
-// source address, so it takes the first path, the main route) or over
-// kernel MPTCP (mode mptcp: mptcpize makes its TCP sockets MPTCP ones).
+// source address, so it takes the first path, the main route), over kernel
+// MPTCP (mode mptcp: mptcpize makes its TCP sockets MPTCP ones), or through
+// shunt proxy over every path (mode proxy).
 // Every segment is checked against the served file's length and SHA-256,
 // and every segment of the manifest must have been played.
 func (s *Session) playDashJS(ctx context.Context) (*dash.Result, error) {
 	stderr := &limitedBuffer{max: 4 << 10}
 	cfg := browser.Config{Proto: "h2", Command: s.env.Net.Client().Command, Stderr: stderr, SecureOrigins: []string{"http://" + s.addr}}
-	if s.c.Mode == "mptcp" {
+	switch s.c.Mode {
+	case "mptcp":
 		cfg.Wrap = []string{"mptcpize", "run"}
+	case "proxy":
+		addr, stop, err := s.startProxy()
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		cfg.Proxy = addr
 	}
 	v, err := browser.Evaluate(ctx, cfg, "http://"+s.addr+"/player.html", "window.shuntDone")
 	if err != nil {
@@ -151,3 +175,33 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 func (l *limitedBuffer) String() string { return string(l.b) }
+
+// startProxy starts shunt proxy in the client namespace on fresh
+// connections over every path, for one playback.
+func (s *Session) startProxy() (addr string, stop func(), err error) {
+	ln, err := s.env.Net.Client().Listen("tcp", "127.0.0.1:0", experiment.SockOpts{})
+	if err != nil {
+		return "", nil, fmt.Errorf("proxy listener: %w", err)
+	}
+	// Chromium's own background requests (sign-in, optimisation hints) come
+	// to the proxy too: it reaches the video's server and nothing else, and
+	// resolves no name.
+	var paths []mph2.Path
+	for _, pi := range s.env.Net.Paths() {
+		dial := s.dial(pi, false)
+		paths = append(paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != s.addr {
+				return nil, fmt.Errorf("%s is not the video's server %s", addr, s.addr)
+			}
+			return dial(ctx, network, addr)
+		}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := proxy.Start(ctx, proxy.Config{Listener: ln, Paths: paths, ErrorLog: log.New(s.env.Log, "shunt proxy: ", log.LstdFlags)})
+	if err != nil {
+		cancel()
+		ln.Close()
+		return "", nil, err
+	}
+	return r.Addr, func() { cancel(); r.Wait() }, nil
+}

@@ -48,8 +48,10 @@ const (
 //
 // player=dashjs plays with the reference player instead of package dash's:
 // dash.js (npm dashjs, its own adaptation) in headless Chromium, in modes
-// single (the first path only: Chromium takes the main route) and mptcp
-// (mptcpize makes Chromium's sockets MPTCP ones); abr does not apply.
+// single (the first path only: Chromium takes the main route), mptcp
+// (mptcpize makes Chromium's sockets MPTCP ones) and proxy (Chromium's
+// requests through shunt proxy in the client namespace, which fetches over
+// MP-H2 on every path); abr does not apply.
 //
 // content=DIR is a directory made by scripts/dash-content (DIR/video.mpd);
 // segments=N plays only the first N segments. Every run opens fresh
@@ -59,7 +61,7 @@ const (
 // switches_count. Info: the rung and the fetch start of every segment
 // (segment_kbps, segment_start_s) and every stall (stalls).
 type Config struct {
-	Mode     string           `param:"mode" enum:"single,mph2,mph2-fs,mph2-fs-bwl,msplayer,mhttp,mptcp" help:"the segment fetcher"`
+	Mode     string           `param:"mode" enum:"single,mph2,mph2-fs,mph2-fs-bwl,msplayer,mhttp,mptcp,proxy" help:"the segment fetcher"`
 	Path     string           `param:"path" help:"the path of mode single"`
 	Chunk    experiment.Bytes `param:"chunk" help:"mHTTP's chunk size"`
 	ABR      string           `param:"abr" enum:"exo,bola" help:"bitrate adaptation: ExoPlayer's AdaptiveTrackSelection or BOLA"`
@@ -86,8 +88,10 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.chunk", strconv.FormatInt(int64(c.Chunk), 10), "mode mhttp needs chunk=SIZE, a positive size")
 	case c.Segments < 0:
 		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "want 0 (all) or more")
-	case c.Player == "dashjs" && c.Mode != "single" && c.Mode != "mptcp":
-		return experiment.Errorf("params.mode", c.Mode, "player dashjs plays in modes single and mptcp")
+	case c.Player == "dashjs" && c.Mode != "single" && c.Mode != "mptcp" && c.Mode != "proxy":
+		return experiment.Errorf("params.mode", c.Mode, "player dashjs plays in modes single, mptcp and proxy")
+	case c.Player != "dashjs" && c.Mode == "proxy":
+		return experiment.Errorf("params.mode", c.Mode, "mode proxy is for player dashjs (the Go player fetches over MP-H2 itself: modes mph2*)")
 	case c.Player == "dashjs" && c.Segments != 0:
 		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "player dashjs plays the whole video")
 	}
@@ -147,7 +151,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	}
 	var h http.Handler = hd
 	if c.Player == "dashjs" {
-		h = playerHandler(hd, c.DashJS)
+		h = playerHandler(hd, c.DashJS, data)
 	}
 	mptcp := c.Mode == "mptcp"
 	ln, err := env.Net.Servers()[0].Listen("tcp", addr, experiment.SockOpts{CC: c.CC, MPTCP: mptcp})

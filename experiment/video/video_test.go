@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -78,20 +80,34 @@ func TestDashJSLocal(t *testing.T) {
 	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
 	}
-	s := startLocal(t, map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "cc": "cubic"})
-	defer s.Close()
-	if !strings.HasPrefix(s.Info()["client"], "dash.js 5.") {
-		t.Errorf("client %q, want dash.js and its version", s.Info()["client"])
+	for _, mode := range []string{"single", "proxy"} {
+		s := startLocal(t, map[string]string{"player": "dashjs", "mode": mode, "path": "loopback", "content": dir, "cc": "cubic"})
+		if !strings.HasPrefix(s.Info()["client"], "dash.js 5.") {
+			t.Errorf("client %q, want dash.js and its version", s.Info()["client"])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := s.Run(ctx, &experiment.Run{})
+		cancel()
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		t.Logf("dash.js %s: %v kbit/s, startup %.2f s, %v stalls, segments %s", mode, res.Metrics["kbit_per_s"], res.Metrics["startup"], res.Counts["stalls"], res.Info["segment_kbps"])
+		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || res.Metrics["startup"] <= 0 {
+			t.Fatalf("%s: %+v", mode, res)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := s.Run(ctx, &experiment.Run{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("dash.js: %v kbit/s, startup %.2f s, %v stalls, segments %s", res.Metrics["kbit_per_s"], res.Metrics["startup"], res.Counts["stalls"], res.Info["segment_kbps"])
-	if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || res.Metrics["startup"] <= 0 {
-		t.Fatalf("%+v", res)
+}
+
+// dash.js gets the manifest without byte ranges, so that its requests are
+// plain GETs of whole files.
+func TestPlayerManifestHasNoRanges(t *testing.T) {
+	mpd := []byte(`<Initialization sourceURL="init-0.m4s" range="0-836" />` + "\n" + `<SegmentURL media="chunk-0-00001.m4s" mediaRange="0-219318" />`)
+	rec := httptest.NewRecorder()
+	playerHandler(http.NotFoundHandler(), "x.js", mpd).ServeHTTP(rec, httptest.NewRequest("GET", "/player.mpd", nil))
+	want := `<Initialization sourceURL="init-0.m4s" />` + "\n" + `<SegmentURL media="chunk-0-00001.m4s" />`
+	if got := rec.Body.String(); got != want {
+		t.Errorf("player.mpd:\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -105,6 +121,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"content": "x", "mode": "mhttp"}, "params.chunk"},
 		{map[string]string{"content": "x", "abr": "fastest"}, "abr"},
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mph2"}, "params.mode"},
+		{map[string]string{"content": "x", "mode": "proxy"}, "params.mode"},
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mptcp", "segments": "3"}, "params.segments"},
 	} {
 		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -178,6 +179,12 @@ func Evaluate(ctx context.Context, cfg Config, url, script string) (string, erro
 	args, err := cfg.Args(profile)
 	if err != nil {
 		return "", err
+	}
+	// No name but the page's host is resolved (the loads use addresses):
+	// Chromium's own background requests (sign-in, optimisation hints) must
+	// not leave the machine, not even as a DNS query.
+	if u, err := neturl.Parse(url); err == nil && u.Hostname() != "" {
+		args = append([]string{"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + u.Hostname()}, args...)
 	}
 	// Chromium reads commands on fd 3 and writes on fd 4.
 	cmdR, cmdW, err := os.Pipe()
