@@ -200,12 +200,16 @@ func (s *Stream) ContinueOn(next *Stream) error {
 	st.recv.next = next.st
 	closed := st.recv.closed
 	ctx := st.reqCtx
+	declLen, gotLen := st.declLen, st.gotLen
 	c.remoteClosedLocked(st)
 	c.mu.Unlock()
 	if closed {
 		// The reader gave up before the marker came: stop the continuation.
 		next.st.c.closeContinuation(next.st, http2.ErrCodeCancel)
 		return nil
+	}
+	if rest := declLen - gotLen; declLen >= 0 {
+		next.st.c.expectRest(next.st, rest)
 	}
 	if ctx != nil {
 		// The request's cancellation reaches the body wherever it went.
@@ -216,6 +220,31 @@ func (s *Stream) ContinueOn(next *Stream) error {
 		nc.mu.Unlock()
 	}
 	return nil
+}
+
+// expectRest holds a continuation to the rest of the length its source
+// declared: a continuation that ends short (or runs long) is an error for
+// the reader, not a silently cut body. onData checks what comes later.
+func (c *Conn) expectRest(st *stream, rest int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.declLen = rest
+	var err error
+	switch {
+	case st.gotLen > rest:
+		err = fmt.Errorf("h2: migrated stream %d brought %d bytes, %d were left of the content-length", st.id, st.gotLen, rest)
+	case st.recv.err == io.EOF && st.gotLen != rest:
+		err = fmt.Errorf("h2: migrated stream %d ended after %d bytes, %d were left of the content-length: %w", st.id, st.gotLen, rest, io.ErrUnexpectedEOF)
+	}
+	if err == nil {
+		return
+	}
+	if st.state != stateClosed {
+		c.queueControlLocked(wframe{kind: wRST, id: st.id, val: uint32(http2.ErrCodeProtocol)})
+		c.closeStreamLocked(st, err)
+	}
+	st.recv.err = err // after END_STREAM too: the reader gets it behind the bytes
+	st.recvCond.Broadcast()
 }
 
 // closeContinuation is closeBody for a continuation stream, which the

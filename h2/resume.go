@@ -228,6 +228,7 @@ func (b *resumeBody) Close() error {
 	return b.cur.Close()
 }
 
+// sleepCtx is internal/ctxtime.Sleep, which sits a floor above h2.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -90,6 +90,12 @@ func (s *Stream) Sent() int64 {
 	return s.st.send.sent
 }
 
+// Fail sends RST_STREAM with code and fails the stream for the application
+// with err (readers get it once the bytes received are read).
+func (s *Stream) Fail(code http2.ErrCode, err error) {
+	s.st.c.failStream(s.st, code, err)
+}
+
 // Reset sends RST_STREAM with code and fails the stream locally.
 func (s *Stream) Reset(code http2.ErrCode) {
 	c := s.st.c

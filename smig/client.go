@@ -3,6 +3,7 @@ package smig
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -67,7 +68,17 @@ type origin struct {
 	sessions     *sessionCache          // https: shared by the origin's connections
 	markers      map[linkKey]*h2.Stream // marker seen, opening not yet: source stream
 	openings     map[linkKey]*h2.Stream // opening seen, marker not yet: continuation
+	openedFrom   map[linkKey]CID        // the source connection of each parked opening
+	// gone holds the CIDs of the origin's connections that ended, with
+	// when: a marker naming one will never see its continuation.
+	gone   map[CID]time.Time
+	expiry *time.Timer // retires pooled connections unused for IdleTimeout
 }
+
+// ErrMigrationLost fails a response whose rest the server moved to a
+// connection that ended before it carried it, or whose source connection
+// ended before the move: re-request the missing bytes (h2.Resume does).
+var ErrMigrationLost = errors.New("smig: migrated response lost with its connection")
 
 // linkKey names a continuation stream: its connection's CID and stream
 // ID. CIDs, not connections, because a marker on the source can be read
@@ -154,7 +165,7 @@ func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, 
 		o := t.origins[key]
 		if o == nil {
 			o = &origin{addr: addr, scheme: scheme, pooled: map[int]*cconn{}, pool: NewPool(t.Pool),
-				markers: map[linkKey]*h2.Stream{}, openings: map[linkKey]*h2.Stream{}}
+				markers: map[linkKey]*h2.Stream{}, openings: map[linkKey]*h2.Stream{}, openedFrom: map[linkKey]CID{}, gone: map[CID]time.Time{}}
 			if scheme == "https" {
 				var shared tls.ClientSessionCache
 				if t.TLSClientConfig != nil {
@@ -220,9 +231,47 @@ func (t *Transport) dial(ctx context.Context, o *origin, id int) (*cconn, error)
 			delete(o.pooled, id)
 			o.pool.Gone(id)
 		}
+		lost := t.goneLocked(o, c.cid)
 		t.mu.Unlock()
+		for _, st := range lost {
+			st.Fail(http2.ErrCodeCancel, fmt.Errorf("%w: connection %v ended in the middle of the move", ErrMigrationLost, c.cid))
+		}
 	}()
 	return c, nil
+}
+
+// goneLocked records that connection cid of o ended and returns the parked
+// halves that can no longer meet theirs: markers waiting for a
+// continuation on it, and continuations of streams of it whose marker did
+// not come. (Continuations parked on it failed with it.)
+func (t *Transport) goneLocked(o *origin, cid CID) []*h2.Stream {
+	if cid.IsZero() {
+		return nil
+	}
+	now := time.Now()
+	for c, at := range o.gone {
+		if now.Sub(at) > linkTimeout {
+			delete(o.gone, c)
+		}
+	}
+	o.gone[cid] = now
+	var lost []*h2.Stream
+	for k, st := range o.markers {
+		if k.cid == cid {
+			lost = append(lost, st)
+			delete(o.markers, k)
+		}
+	}
+	for k, st := range o.openings {
+		if k.cid == cid || o.openedFrom[k] == cid {
+			if k.cid != cid {
+				lost = append(lost, st)
+			}
+			delete(o.openings, k)
+			delete(o.openedFrom, k)
+		}
+	}
+	return lost
 }
 
 // dialNet connects; over TLS a pooled connection resumes the primary's
@@ -275,8 +324,10 @@ func (t *Transport) dialNet(ctx context.Context, o *origin, pooled bool) (net.Co
 	return tc, nil
 }
 
-// tidy updates o's pool: closes connections idle too long and opens what
-// the pool lacks (extra more), once the server's binding token is known.
+// tidy updates o's pool as the origin is used: idle connections count as
+// idle from now (expire closes them once unused for IdleTimeout), and it
+// opens what the pool lacks (extra more), once the server's binding token
+// is known.
 func (t *Transport) tidy(o *origin, extra ...int) {
 	now := time.Now()
 	t.mu.Lock()
@@ -284,17 +335,12 @@ func (t *Transport) tidy(o *origin, extra ...int) {
 		t.mu.Unlock()
 		return
 	}
-	for id, c := range o.pooled {
-		if c.cc.Conn().ActiveStreams() > 0 {
-			o.pool.Busy(id)
-		} else {
-			o.pool.Idle(id, now)
-		}
-	}
-	var expired []*cconn
-	for _, id := range o.pool.Expired(now) {
-		expired = append(expired, o.pooled[id])
-		delete(o.pooled, id)
+	t.markLocked(o, now)
+	o.pool.Touch(now)
+	if o.expiry == nil {
+		o.expiry = time.AfterFunc(o.pool.IdleTimeout(), func() { t.expire(o) })
+	} else {
+		o.expiry.Reset(o.pool.IdleTimeout())
 	}
 	more := 0
 	for _, e := range extra {
@@ -307,9 +353,6 @@ func (t *Transport) tidy(o *origin, extra ...int) {
 		ids[i] = o.nextID
 	}
 	t.mu.Unlock()
-	for _, c := range expired {
-		c.cc.Conn().GoAway()
-	}
 	for _, id := range ids {
 		go func() {
 			c, err := t.dial(context.Background(), o, id)
@@ -324,6 +367,39 @@ func (t *Transport) tidy(o *origin, extra ...int) {
 			o.pool.Opened(id, time.Now())
 			t.poolChangedLocked() // it may have been bound already
 		}()
+	}
+}
+
+// markLocked tells o's pool which pooled connections carry a stream.
+func (t *Transport) markLocked(o *origin, now time.Time) {
+	for id, c := range o.pooled {
+		if c.cc.Conn().ActiveStreams() > 0 {
+			o.pool.Busy(id)
+		} else {
+			o.pool.Idle(id, now)
+		}
+	}
+}
+
+// expire closes o's pooled connections unused for IdleTimeout and checks
+// again later while some are left.
+func (t *Transport) expire(o *origin) {
+	now := time.Now()
+	t.mu.Lock()
+	t.markLocked(o, now)
+	var expired []*cconn
+	for _, id := range o.pool.Expired(now) {
+		expired = append(expired, o.pooled[id])
+		delete(o.pooled, id)
+	}
+	if len(o.pooled) > 0 {
+		o.expiry.Reset(o.pool.IdleTimeout())
+	}
+	t.mu.Unlock()
+	for _, c := range expired {
+		if c != nil {
+			c.cc.Conn().GoAway()
+		}
 	}
 }
 
@@ -363,14 +439,26 @@ func (t *Transport) onFrame(c *h2.Conn, f *http2.UnknownFrame) {
 		o := cc.o
 		cc.cid = cf.CID
 		first := false
+		var stale []*cconn
 		switch {
-		case cc.id == 0 && o.token.IsZero():
+		case cc.id == 0 && !cf.Ack() && cf.Token != o.token:
+			// A new primary (the first, or one after the old died, perhaps
+			// with its server): its token is the origin's binding now, and
+			// pooled connections of the old one can never take its streams.
 			o.token, cc.bound, first = cf.Token, true, true
+			for id, p := range o.pooled {
+				stale = append(stale, p)
+				delete(o.pooled, id)
+				o.pool.Gone(id)
+			}
 		case cf.Ack() && cf.Token == o.token:
 			cc.bound = true
 		}
 		t.poolChangedLocked()
 		t.mu.Unlock()
+		for _, p := range stale {
+			p.cc.Conn().GoAway()
+		}
 		if first {
 			t.tidy(o) // open the idle pool now that connections can be bound
 		}
@@ -418,6 +506,16 @@ func (t *Transport) onMarker(cc *cconn, m Migration) {
 		return
 	}
 	key := linkKey{m.CID, m.Stream}
+	t.mu.Lock()
+	_, gone := cc.o.gone[m.CID]
+	t.mu.Unlock()
+	if gone {
+		// The server picked a connection we had closed (its GOAWAY crossed
+		// the migration, SMig spec section 6): fail at once, not after
+		// linkTimeout, so the rest is asked for again.
+		src.Fail(http2.ErrCodeCancel, fmt.Errorf("%w: stream %d moved to connection %v, which had closed", ErrMigrationLost, m.StreamID, m.CID))
+		return
+	}
 	if next := t.meet(key, src, cc.o.markers, cc.o.openings); next != nil {
 		t.link(src, next)
 		return
@@ -448,11 +546,43 @@ func (t *Transport) onOpening(cc *cconn, m Migration) {
 		if next != nil {
 			next.Reset(http2.ErrCodeRefusedStream)
 		}
+		if errors.Is(err, h2.ErrConnClosed) {
+			// We closed cc (GOAWAY) as the server moved a stream to it: its
+			// marker, parked or to come, will not meet a continuation.
+			t.mu.Lock()
+			cc.o.gone[cc.cid] = time.Now()
+			src := cc.o.markers[linkKey{cc.cid, m.StreamID}]
+			delete(cc.o.markers, linkKey{cc.cid, m.StreamID})
+			t.mu.Unlock()
+			if src != nil {
+				src.Fail(http2.ErrCodeCancel, fmt.Errorf("%w: stream %d moved to connection %v, which had closed", ErrMigrationLost, src.ID(), cc.cid))
+			}
+		}
 		return
 	}
-	if src := t.meet(linkKey{cc.cid, m.StreamID}, next, cc.o.openings, cc.o.markers); src != nil {
+	key := linkKey{cc.cid, m.StreamID}
+	src := t.meet(key, next, cc.o.openings, cc.o.markers)
+	if src != nil {
 		t.link(src, next)
+		return
 	}
+	t.mu.Lock()
+	cc.o.openedFrom[key] = m.CID
+	t.mu.Unlock()
+	// A continuation whose marker never comes holds its connection busy
+	// and the server's copy blocked: drop it after linkTimeout.
+	time.AfterFunc(linkTimeout, func() {
+		t.mu.Lock()
+		stale := cc.o.openings[key] == next
+		delete(cc.o.openings, key)
+		delete(cc.o.openedFrom, key)
+		t.mu.Unlock()
+		if stale {
+			t.stats.BadFrames.Add(1)
+			t.logf("smig: stream %d continued stream %d of connection %v, whose marker never came", m.StreamID, m.Stream, m.CID)
+			next.Reset(http2.ErrCodeCancel)
+		}
+	})
 }
 
 // meet pairs the two halves of a migration, which may arrive in either
@@ -465,6 +595,11 @@ func (t *Transport) meet(key linkKey, s *h2.Stream, mine, theirs map[linkKey]*h2
 		mine[key] = s
 	}
 	delete(theirs, key)
+	if other != nil {
+		for _, o := range t.origins {
+			delete(o.openedFrom, key)
+		}
+	}
 	return other
 }
 

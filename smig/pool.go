@@ -102,5 +102,19 @@ func (p *Pool) Expired(now time.Time) []int {
 	return out
 }
 
+// Touch records that the origin is in use at now: idle connections count
+// as idle from now. A request is the worst moment to retire a pooled
+// connection (the server may be about to move its response there, before
+// it reads the GOAWAY: SMig spec section 6), so they expire only after
+// IdleTimeout without requests.
+func (p *Pool) Touch(now time.Time) {
+	for id := range p.idle {
+		p.idle[id] = now
+	}
+}
+
+// IdleTimeout is how long an unused pooled connection lives.
+func (p *Pool) IdleTimeout() time.Duration { return p.cfg.IdleTimeout }
+
 // Counts returns the idle and busy pooled connections.
 func (p *Pool) Counts() (idle, busy int) { return len(p.idle), len(p.busy) }

@@ -49,3 +49,19 @@ func TestPoolOnDemand(t *testing.T) {
 		t.Fatalf("on-demand pool opened %d when asked for one", n)
 	}
 }
+
+// TestPoolTouch: a request keeps idle connections from expiring; they expire
+// IdleTimeout after the last one.
+func TestPoolTouch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := NewPool(PoolConfig{Size: 1, IdleTimeout: 10 * time.Second})
+	p.ToOpen(0)
+	p.Opened(1, t0)
+	p.Touch(t0.Add(9 * time.Second))
+	if got := p.Expired(t0.Add(12 * time.Second)); len(got) != 0 {
+		t.Fatalf("expired 3 s after a request: %v", got)
+	}
+	if got := p.Expired(t0.Add(19 * time.Second)); len(got) != 1 {
+		t.Fatalf("not expired 10 s after the last request: %v", got)
+	}
+}

@@ -83,16 +83,7 @@ func (ta *Tally) Interrupted() {
 // failure's error must say something: an empty message counts as corrupt.
 func (ta *Tally) Read(body io.Reader, want Want) (Outcome, int64, error) {
 	o, n, err := check(body, want)
-	ta.mu.Lock()
-	defer ta.mu.Unlock()
-	switch o {
-	case Verified:
-		ta.verified++
-	case Failed:
-		ta.failed++
-	default:
-		ta.corrupt++
-	}
+	ta.Count(o)
 	return o, n, err
 }
 
