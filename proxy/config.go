@@ -32,6 +32,9 @@ type Config struct {
 	ConnectTimeout time.Duration // per path dial; 0: mph2's default
 	IdleTimeout    time.Duration // a download with no byte on any path fails; 0: mph2's default
 	ErrorLog       *log.Logger   // one line per failed request; nil: the log package's
+	// Progress, if set, is told each path's running total of delivered
+	// bytes of each split response (mph2.Options.Progress).
+	Progress func(path int, delivered int64)
 }
 
 // Validate names the first field that is wrong.
@@ -71,7 +74,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
 		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout}
-	p := &Proxy{Transport: &mph2.Transport{Client: c, SplitMin: cfg.SplitMin}, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
+	tr := &mph2.Transport{Client: c, SplitMin: cfg.SplitMin, Options: mph2.Options{Progress: cfg.Progress}}
+	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
 	srv := &server.Server{Addr: cfg.Listen, Handler: p}
 	ln := cfg.Listener
 	if ln == nil {
@@ -92,6 +96,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}()
 	return r, nil
 }
+
+// CloseConnections closes the proxy's connections to origins; the next
+// request opens fresh ones (a measurement that wants no warm connections).
+func (r *Running) CloseConnections() { r.client.Close() }
 
 // Wait returns once the proxy has stopped.
 func (r *Running) Wait() error {

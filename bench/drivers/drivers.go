@@ -11,6 +11,7 @@ import (
 	"github.com/shunt-net/shunt/experiment/h2load"
 	"github.com/shunt-net/shunt/experiment/mpdownload"
 	"github.com/shunt-net/shunt/experiment/pageload"
+	"github.com/shunt-net/shunt/experiment/viaproxy"
 	"github.com/shunt-net/shunt/experiment/video"
 )
 
@@ -23,4 +24,5 @@ var Table = bench.Drivers{
 	"chromium": pageload.Chromium.Driver(),
 	"h2load":   h2load.Kind.Driver(),
 	"dash":     video.Kind.Driver(),
+	"proxy":    viaproxy.Kind.Driver(),
 }
