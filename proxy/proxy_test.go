@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shunt-net/shunt/content"
@@ -201,5 +202,62 @@ func TestProxyAbortsBrokenBody(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// dyingConn fails its reads once it has read limit bytes, like a link
+// going down mid-transfer.
+type dyingConn struct {
+	net.Conn
+	left int64
+	died *atomic.Int32
+}
+
+func (c *dyingConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		c.died.Add(1)
+		c.Conn.Close()
+		return 0, errors.New("test: link down")
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// A path that dies mid-response costs it nothing: the other path carries
+// the rest, and the application gets the object byte for byte.
+func TestProxyPathDiesMidBody(t *testing.T) {
+	plain := origin(t, false)
+	var died atomic.Int32
+	dying := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &dyingConn{Conn: c, left: 400 << 10, died: &died}, nil
+	}
+	for name, paths := range map[string][]mph2.Path{
+		"second": {{Name: "a"}, {Name: "b", Dial: dying}},
+		"first":  {{Name: "a", Dial: dying}, {Name: "b"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			died.Store(0)
+			c := &mph2.Client{Paths: paths}
+			defer c.Close()
+			p := &Proxy{Transport: &mph2.Transport{Client: c}, ErrorLog: discardLog()}
+			px := serve(t, &server.Server{Handler: p})
+			const size = 6 << 20
+			status, n, sum, err := fetch(t, h1Client(px), fmt.Sprintf("http://%s/gen/%d", plain, size))
+			if err != nil || status != 200 || n != size || sum != content.Digest(size) {
+				t.Fatalf("status %d, %d bytes (%v), SHA-256 ok %v; want 200 and /gen/%d", status, n, err, sum == content.Digest(size), size)
+			}
+			if died.Load() == 0 {
+				t.Fatal("the dying path never died: the test proves nothing")
+			}
+		})
 	}
 }
