@@ -43,6 +43,15 @@ const (
 	EndReset       = multipath.ResetStream
 )
 
+// Mode is how a Client uses its paths (multipath.Mode).
+type Mode = multipath.Mode
+
+const (
+	ModeAggregate   = multipath.Aggregate   // every path at once (the default)
+	ModeHandover    = multipath.Handover    // the first working path; the next while it fails or stalls
+	ModeInteractive = multipath.Interactive // each download whole on the path expected to finish first
+)
+
 // Protocols a Client may be limited to (Client.Proto).
 const (
 	ProtoHTTP2 = "h2"
@@ -61,6 +70,13 @@ type Client struct {
 	Proto        string
 	EndAdjust    EndAdjust
 	NoPipelining bool
+	// Mode is how the paths are used; the zero Mode aggregates them.
+	Mode Mode
+	// HandoverAfter is how long the path in use may deliver nothing while
+	// it has work before ModeHandover moves its ranges to the next path
+	// (default 1 s). A path that goes silent (PathTimeout) or down moves
+	// in every mode.
+	HandoverAfter time.Duration
 	// Cache, if set, keeps each path's bandwidth and RTT estimates across
 	// downloads and starts the next one from them (MP-H2+FS+BW/L).
 	Cache *estimate.Cache
@@ -81,6 +97,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	conns map[connKey]*pathConn
+	// learned keeps the paths' estimates across downloads when Cache is nil
+	// and the mode picks a path by them (ModeInteractive).
+	learned *estimate.Cache
 }
 
 // Options describe one download.
@@ -133,6 +152,8 @@ type Result struct {
 	// (RST_STREAM's tail, flow-control overshoot) and duplicates.
 	TailBytes int64
 	Paths     []PathResult
+	Mode      Mode
+	Switches  []Switch
 }
 
 // PathResult is one path's share.
@@ -157,6 +178,25 @@ type PathResult struct {
 	// schedule until it answered again; Suspended is how long in all.
 	Suspensions int
 	Suspended   time.Duration
+	// Budget is the path's byte budget (Path.Budget; 0 none). BudgetFull is
+	// when, since the start, it left the path no room for another chunk
+	// (0: never): from then on the other paths carried the download alone.
+	Budget     int64
+	BudgetFull time.Duration
+	// Refused says why the path was refused for this server: a 206 or
+	// Content-Range that does not match the request, a body longer than
+	// its range, or a 200 to a ranged request on a budgeted path.
+	Refused string
+}
+
+// Switch is one change of the path in use (ModeHandover, ModeInteractive).
+type Switch struct {
+	At       time.Duration // since the start
+	From, To string        // From is "" for the first choice
+	Why      string        // start, stall, silent, down, budget, back
+	// FirstByte is when, since the start, the path switched to delivered
+	// its first byte after the switch; 0 if it delivered none.
+	FirstByte time.Duration
 }
 
 // DefaultStallTimeout is StallTimeout's default.
@@ -229,30 +269,61 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 		return nil, err
 	}
 	start := time.Now()
-	cfg := multipath.Config{Paths: len(c.Paths), Size: -1, NoPipelining: c.NoPipelining, EndAdjust: c.EndAdjust}
+	if err := c.checkPaths(ctx, u); err != nil {
+		return nil, err
+	}
+	cfg := multipath.Config{Paths: len(c.Paths), Size: -1, NoPipelining: c.NoPipelining, EndAdjust: c.EndAdjust,
+		Mode: c.Mode, HandoverAfter: c.HandoverAfter}
 	if o.Size > 0 {
 		cfg.Size = o.Size
 	}
-	if c.Cache != nil {
+	for i, p := range c.Paths {
+		if p.Budget < 0 {
+			return nil, fmt.Errorf("mph2: path %s: budget %d: negative", p.Label(i), p.Budget)
+		}
+		if p.Budget > 0 {
+			if cfg.Budget == nil {
+				cfg.Budget = make([]int64, len(c.Paths))
+			}
+			cfg.Budget[i] = p.Budget
+		}
+	}
+	cache := c.estimates()
+	if cache != nil {
 		cfg.Prior = make([]estimate.Path, len(c.Paths))
 		for i, p := range c.Paths {
-			cfg.Prior[i], _ = c.Cache.Get(cacheKey(p, i, u), start)
+			cfg.Prior[i], _ = cache.Get(cacheKey(p, i, u), start)
 		}
 	}
 	sched, err := multipath.New(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mph2: %w", err)
 	}
 	d := newDownload(ctx, c, u, w, o, sched, start)
 	defer d.stop()
 	res, err := d.run()
-	if err == nil && c.Cache != nil {
+	if err == nil && cache != nil {
 		now := time.Now()
 		for i, p := range c.Paths {
-			if !res.Paths[i].Down {
-				c.Cache.Put(cacheKey(p, i, u), now, sched.Learned(now, multipath.PathID(i)))
+			// A path that carried nothing learned nothing: keep what was known.
+			if !res.Paths[i].Down && res.Paths[i].Received > 0 {
+				cache.Put(cacheKey(p, i, u), now, sched.Learned(now, multipath.PathID(i)))
 			}
 		}
 	}
 	return res, err
+}
+
+// estimates is the cache the download starts from and adds to: Cache, or
+// for ModeInteractive (which picks a path by estimates) the Client's own.
+func (c *Client) estimates() *estimate.Cache {
+	if c.Cache != nil || c.Mode != ModeInteractive {
+		return c.Cache
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.learned == nil {
+		c.learned = estimate.NewCache(0)
+	}
+	return c.learned
 }

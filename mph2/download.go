@@ -40,6 +40,7 @@ type event struct {
 	res   *http.Response
 	h2s   *h2.Stream
 	first int64 // object offset of the body's first byte
+	last  int64 // object offset just past the body's last byte, -1 unknown
 	size  int64 // the object's complete length, -1 unknown
 	// evData
 	buf *[]byte
@@ -61,6 +62,7 @@ type stream struct {
 	manual  bool       // the stream's window is granted by grant
 	headers bool
 	recv    int64 // body bytes received
+	bodyLen int64 // body bytes the response announced; -1 unknown
 	granted int64 // window credit given, in body bytes from the first
 	limit   int64 // credit SetEnd allows; -1 none
 }
@@ -90,6 +92,10 @@ type download struct {
 	streams map[multipath.StreamID]*stream
 	down    []bool
 	errs    []string
+	refused []string // why a path was refused for this server
+	// switchFirst[k] is when the path of the scheduler's k-th Switch first
+	// delivered after it; zero until then.
+	switchFirst []time.Time
 	// Suspensions per path: how many, since when the current one runs, and
 	// how long the ended ones lasted.
 	suspensions []int
@@ -110,7 +116,7 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 		events:  make(chan event, 64),
 		streams: make(map[multipath.StreamID]*stream),
 		conns:   make([]*pathConn, n), data0: make([]int64, n), body: make([]int64, n),
-		down: make([]bool, n), errs: make([]string, n),
+		down: make([]bool, n), errs: make([]string, n), refused: make([]string, n),
 		suspensions: make([]int, n), suspendedAt: make([]time.Time, n), suspended: make([]time.Duration, n), progress: start}
 	d.parent = ctx
 	d.ctx, d.stopC = context.WithCancel(ctx)
@@ -177,6 +183,9 @@ func (d *download) run() (*Result, error) {
 		if err := d.handle(ev); err != nil {
 			return d.result(), fmt.Errorf("mph2: GET %s: %w", d.u, err)
 		}
+		if d.s.Blocked() {
+			return d.result(), fmt.Errorf("mph2: GET %s: %d of %d bytes delivered, and every path that is up has spent its budget", d.u, d.written, d.s.Size())
+		}
 	}
 	total := time.Since(d.start)
 	d.settle()
@@ -224,6 +233,9 @@ func (d *download) handle(ev event) error {
 		d.progress = now
 		d.body[st.path] += int64(ev.n)
 		st.recv += int64(ev.n)
+		if st.bodyLen >= 0 && st.recv > st.bodyLen {
+			return d.refuse(now, st.path, fmt.Errorf("sent %d body bytes for a response of %d", st.recv, st.bodyLen))
+		}
 		if err := d.exec(d.s.OnData(now, st.id, int64(ev.n)), (*ev.buf)[:ev.n]); err != nil {
 			return err
 		}
@@ -248,8 +260,12 @@ func (d *download) handle(ev event) error {
 func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
 	res := ev.res
 	st.headers, st.h2s, st.first = true, ev.h2s, ev.first
-	if res.StatusCode == http.StatusPartialContent && ev.first != st.start {
-		return fmt.Errorf("path %s: asked for bytes from %d, got a range from %d", d.pathName(st.path), st.start, ev.first)
+	st.bodyLen = -1
+	if ev.last >= 0 {
+		st.bodyLen = ev.last - ev.first
+	}
+	if err := d.checkRange(st, res.StatusCode, ev); err != nil {
+		return d.refuse(now, st.path, err)
 	}
 	if res.StatusCode == http.StatusOK && (st.start > 0 || st.end >= 0) {
 		d.ignored = true
@@ -267,6 +283,41 @@ func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
 	}
 	d.grant(now, st)
 	return nil
+}
+
+// checkRange refuses a response that does not answer the request: a 206
+// to a request without Range, or whose Content-Range does not start at the
+// request's first byte or end at its last (or the object's, for a range
+// reaching past it); a 200 to a ranged request on a budgeted path, whose
+// whole body could overrun the budget.
+func (d *download) checkRange(st *stream, status int, ev event) error {
+	ranged := st.start > 0 || st.end >= 0
+	switch status {
+	case http.StatusPartialContent:
+		if !ranged {
+			return fmt.Errorf("206 to a request without Range")
+		}
+		want := st.end
+		if want < 0 || (ev.size >= 0 && want > ev.size) {
+			want = ev.size
+		}
+		if ev.first != st.start || ev.last != want {
+			return fmt.Errorf("asked for bytes [%d,%d), the 206's Content-Range says [%d,%d) of %d", st.start, st.end, ev.first, ev.last, ev.size)
+		}
+	case http.StatusOK:
+		if ranged && d.c.Paths[st.path].Budget > 0 {
+			return fmt.Errorf("200 to a ranged request: the whole body could overrun the path's budget of %d bytes", d.c.Paths[st.path].Budget)
+		}
+	}
+	return nil
+}
+
+// refuse takes path p out of this download for what its server answered.
+func (d *download) refuse(now time.Time, p int, why error) error {
+	if d.refused[p] == "" {
+		d.refused[p] = why.Error()
+	}
+	return d.pathDown(now, p, fmt.Errorf("refused: %w", why))
 }
 
 // pathDown gives path p's work to the others and closes its connection, so
@@ -353,6 +404,7 @@ func (d *download) exec(acts []multipath.Action, data []byte) error {
 				return fmt.Errorf("writing bytes %d-%d: %w", a.Start, a.End-1, err)
 			}
 			d.written += a.End - a.Start
+			d.noteFirstByte(int(a.Path))
 			if d.o.Progress != nil {
 				d.o.Progress(int(a.Path), d.s.Stats(a.Path).Delivered)
 			}
@@ -480,12 +532,12 @@ func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *
 		return
 	}
 	defer res.Body.Close()
-	first, size, err := bodyRange(res)
+	first, last, size, err := bodyRange(res)
 	if err != nil {
 		end(err)
 		return
 	}
-	if !d.send(event{kind: evHeaders, stream: id, path: p, res: res, h2s: h2s, first: first, size: size}) {
+	if !d.send(event{kind: evHeaders, stream: id, path: p, res: res, h2s: h2s, first: first, last: last, size: size}) {
 		return
 	}
 	for {
@@ -534,21 +586,22 @@ func (b *refillBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyRange returns the object offset of a response body's first byte and
-// the object's complete length (-1 unknown).
-func bodyRange(res *http.Response) (first, size int64, err error) {
+// bodyRange returns the object offsets of a response body's first byte and
+// just past its last (-1 unknown), and the object's complete length (-1
+// unknown).
+func bodyRange(res *http.Response) (first, end, size int64, err error) {
 	switch res.StatusCode {
 	case http.StatusOK:
-		return 0, res.ContentLength, nil
+		return 0, res.ContentLength, res.ContentLength, nil
 	case http.StatusPartialContent:
 		cr := res.Header.Get("Content-Range")
-		first, _, size, err := content.ParseContentRange(cr)
+		first, last, size, err := content.ParseContentRange(cr)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		return first, size, nil
+		return first, last + 1, size, nil
 	}
-	return 0, -1, nil
+	return 0, -1, -1, nil
 }
 
 // watchPath waits for path p's connection, then (HTTP/2) sends a PING every
@@ -668,8 +721,31 @@ func (d *download) settle() {
 
 func (d *download) pathName(p int) string { return d.c.Paths[p].Label(p) }
 
+// noteFirstByte records path p's first delivery after each switch to it.
+func (d *download) noteFirstByte(p int) {
+	sw := d.s.Switches()
+	for len(d.switchFirst) < len(sw) {
+		d.switchFirst = append(d.switchFirst, time.Time{})
+	}
+	for k, x := range sw {
+		if int(x.To) == p && d.switchFirst[k].IsZero() {
+			d.switchFirst[k] = time.Now()
+		}
+	}
+}
+
 func (d *download) result() *Result {
-	r := &Result{Size: d.written, Total: time.Since(d.start), RangesIgnored: d.ignored}
+	r := &Result{Size: d.written, Total: time.Since(d.start), RangesIgnored: d.ignored, Mode: d.c.Mode}
+	for k, x := range d.s.Switches() {
+		sw := Switch{At: x.At.Sub(d.start), To: d.pathName(int(x.To)), Why: x.Why}
+		if x.From >= 0 {
+			sw.From = d.pathName(int(x.From))
+		}
+		if k < len(d.switchFirst) && !d.switchFirst[k].IsZero() {
+			sw.FirstByte = d.switchFirst[k].Sub(d.start)
+		}
+		r.Switches = append(r.Switches, sw)
+	}
 	now := time.Now()
 	var received int64
 	for i := range d.c.Paths {
@@ -677,7 +753,11 @@ func (d *download) result() *Result {
 		e := d.s.Estimate(now, multipath.PathID(i))
 		pr := PathResult{Name: d.pathName(i), Requests: st.Requests, Delivered: st.Delivered,
 			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i],
-			Suspensions: d.suspensions[i], Suspended: d.suspended[i]}
+			Suspensions: d.suspensions[i], Suspended: d.suspended[i],
+			Budget: d.c.Paths[i].Budget, Refused: d.refused[i]}
+		if !st.BudgetFull.IsZero() {
+			pr.BudgetFull = st.BudgetFull.Sub(d.start)
+		}
 		if !d.suspendedAt[i].IsZero() {
 			pr.Suspended += now.Sub(d.suspendedAt[i])
 		}

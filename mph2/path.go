@@ -31,6 +31,10 @@ type Path struct {
 	// Resolver, if set, resolves the URL's host for this path (a resolver
 	// whose queries go over this path finds the server closest to it).
 	Resolver *net.Resolver
+	// Budget, if positive, bounds the response body bytes this path
+	// receives in one download, tail bytes included (a cellular data
+	// allowance): ranges are sized so it cannot be overshot.
+	Budget int64
 }
 
 // Label is the path's name in results: Name, else Interface, LocalAddr or

@@ -18,6 +18,11 @@ func (s *Scheduler) check() error {
 			return fmt.Errorf("stream %d: wire end %d below wanted end %d", st.id, s.beyond(st), st.end)
 		}
 	}
+	for i := range s.paths {
+		if b := s.budget(PathID(i)); b > 0 && s.reserved(PathID(i)) > b {
+			return fmt.Errorf("path %d reserves %d bytes, over its budget %d", i, s.reserved(PathID(i)), b)
+		}
+	}
 	for p, n := range perPath {
 		if n > s.cfg.MaxStreamsPerPath {
 			return fmt.Errorf("path %d has %d streams, max %d", p, n, s.cfg.MaxStreamsPerPath)

@@ -55,11 +55,23 @@ func randomCase(seed uint64) simConfig {
 	if rng.intn(5) == 0 && size > 0 {
 		c.Cut = int64(rng.intn(int(size)))
 	}
+	// Modes, and budgets on paths other than the survivor (a budgeted path
+	// whose server ignores ranges is refused by mph2, not scheduled).
+	c.Sched.Mode = Mode(rng.intn(3))
+	c.Sched.HandoverAfter = time.Duration(50+rng.intn(1000)) * time.Millisecond
+	if rng.intn(3) == 0 {
+		c.Sched.Budget = make([]int64, n)
+		for i, p := range paths {
+			if i != survivor && !p.NoRanges {
+				c.Sched.Budget[i] = 1 + int64(rng.intn(int(size)+1))
+			}
+		}
+	}
 	return c
 }
 
 func describe(c simConfig) string {
-	s := fmt.Sprintf("size %d cut %d sched %+v paths:", c.Size, c.Cut, c.Sched)
+	s := fmt.Sprintf("size %d cut %d sched %+v mode %v paths:", c.Size, c.Cut, c.Sched, c.Sched.Mode)
 	for _, p := range c.Paths {
 		s += fmt.Sprintf(" {rtt %v buf %d down %v noranges %v first %.1f Mbit/s}", p.RTT, p.SendBuf, p.DownAt, p.NoRanges, p.Rate[0].Bps*8/1e6)
 	}

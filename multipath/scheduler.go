@@ -95,6 +95,14 @@ type Config struct {
 	GrantLead  time.Duration
 	Bandwidth  estimate.BandwidthConfig
 	RTTSamples int // PING samples averaged; default 5
+	// Mode is how the paths are used (mode.go); the zero Mode is Aggregate.
+	Mode Mode
+	// HandoverAfter is how long the path in use may deliver nothing while
+	// it has work before Handover moves on; default 1 s.
+	HandoverAfter time.Duration
+	// Budget, if not nil, bounds the response bytes each path may receive,
+	// indexed by PathID; 0 means no bound (budget.go).
+	Budget []int64
 }
 
 // Kind says what an Action asks the caller to do.
@@ -166,6 +174,9 @@ type PathStats struct {
 	Delivered int64     // bytes handed to the application
 	FirstData time.Time // first DATA byte
 	LastData  time.Time // last delivered byte
+	// BudgetFull is when the path's budget first left it no room for a
+	// chunk; zero if it never did (or it has no budget).
+	BudgetFull time.Time
 }
 
 // Scheduler schedules one download. Not safe for concurrent use: one owner
@@ -183,6 +194,8 @@ type Scheduler struct {
 	noRanges  bool // the server ignores Range: one stream carries the whole body
 	done      bool
 	out       []Action
+	active    PathID // the path in use (Handover, Interactive); -1 none yet
+	handovers []Switch
 }
 
 type path struct {
@@ -196,6 +209,9 @@ type path struct {
 	finOK     bool
 	prior     estimate.Path
 	stats     PathStats
+	progress  time.Time // last DATA, or the request that gave the idle path work
+	stalledAt time.Time // Handover: when the path stalled in use; zero once it answers again
+	spent     int64     // budget reserved by the path's closed streams
 }
 
 type stream struct {
@@ -229,6 +245,20 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("multipath: config Delta=%v MaxStreamsPerPath=%d MinChunk=%d LeadMargin=%d GrantLead=%v: negative",
 			cfg.Delta, cfg.MaxStreamsPerPath, cfg.MinChunk, cfg.LeadMargin, cfg.GrantLead)
 	}
+	if cfg.Mode > Interactive {
+		return nil, fmt.Errorf("multipath: config Mode=%d: unknown", cfg.Mode)
+	}
+	if cfg.HandoverAfter < 0 {
+		return nil, fmt.Errorf("multipath: config HandoverAfter=%v: negative", cfg.HandoverAfter)
+	}
+	if cfg.Budget != nil && len(cfg.Budget) != cfg.Paths {
+		return nil, fmt.Errorf("multipath: config Budget has %d entries for %d paths", len(cfg.Budget), cfg.Paths)
+	}
+	for i, b := range cfg.Budget {
+		if b < 0 {
+			return nil, fmt.Errorf("multipath: config Budget[%d]=%d: negative", i, b)
+		}
+	}
 	if cfg.EndAdjust > ResetStream {
 		return nil, fmt.Errorf("multipath: config EndAdjust=%d: unknown", cfg.EndAdjust)
 	}
@@ -247,7 +277,10 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.GrantLead == 0 {
 		cfg.GrantLead = DefaultGrantLead
 	}
-	s := &Scheduler{cfg: cfg, object: cfg.Size, size: cfg.Size, cut: -1}
+	if cfg.HandoverAfter == 0 {
+		cfg.HandoverAfter = DefaultHandoverAfter
+	}
+	s := &Scheduler{cfg: cfg, object: cfg.Size, size: cfg.Size, cut: -1, active: -1}
 	for i := 0; i < cfg.Paths; i++ {
 		bw, err := estimate.NewBandwidth(cfg.Bandwidth)
 		if err != nil {
@@ -263,6 +296,9 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		s.paths = append(s.paths, p)
 	}
+	if err := s.checkBudgets(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -274,15 +310,18 @@ func New(cfg Config) (*Scheduler, error) {
 // otherwise); without it, the whole object on the primary path.
 func (s *Scheduler) OnStart(now time.Time) []Action {
 	s.out = s.out[:0]
+	s.choose(now, "start")
 	if s.size < 0 {
-		s.request(now, 0, 0, -1).initial = true
+		if p, ok := s.initialPath(); ok {
+			s.requestInitial(now, p)
+		}
 		return s.out
 	}
 	if s.complete() {
 		s.finishAll()
 		return s.out
 	}
-	ups := s.upPaths()
+	ups := s.workPaths()
 	shares := s.shares(now, s.size, ups, -1)
 	var off int64
 	for k, p := range ups {
@@ -291,7 +330,37 @@ func (s *Scheduler) OnStart(now time.Time) []Action {
 			off += shares[k]
 		}
 	}
+	if off < s.size {
+		s.orphans.add(off, s.size) // beyond the budgets' room for now
+	}
 	return s.out
+}
+
+// initialPath is the path that asks for an object of unknown size: the
+// mode's path in use, or in Aggregate the primary, unless it has a budget
+// and another path has none.
+func (s *Scheduler) initialPath() (PathID, bool) {
+	ws := s.workPaths()
+	if len(ws) == 0 {
+		return 0, false
+	}
+	for _, p := range ws {
+		if s.budget(p) == 0 {
+			return p, true
+		}
+	}
+	return ws[0], true
+}
+
+// requestInitial asks path p for the whole object of unknown size; a path
+// with a budget asks for a range that fits it, as its reservation must be
+// bounded.
+func (s *Scheduler) requestInitial(now time.Time, p PathID) {
+	b := int64(-1)
+	if s.budget(p) > 0 {
+		b = s.room(p)
+	}
+	s.request(now, p, 0, b).initial = true
 }
 
 // OnHeaders reports the response headers of a stream: the status, and the
@@ -324,6 +393,13 @@ func (s *Scheduler) OnHeaders(now time.Time, id StreamID, status int, size int64
 	learned := s.object < 0 && size >= 0
 	if learned {
 		s.object, s.size = size, size
+		if err := s.checkBudgets(); err != nil {
+			return nil, err
+		}
+		if st.initial && st.respEnd > size {
+			// A budget's capped first range reaching past the object.
+			st.respEnd, st.end = size, size
+		}
 		s.applyCut()
 	}
 	if status == 200 {
@@ -344,7 +420,11 @@ func (s *Scheduler) OnHeaders(now time.Time, id StreamID, status int, size int64
 		return s.out, nil
 	}
 	if learned && st.initial && !s.noRanges {
-		s.splitUnknown(now, st)
+		if s.cfg.Mode == Aggregate {
+			s.splitUnknown(now, st)
+		} else if st.end < s.size {
+			s.orphans.add(st.end, s.size) // past a budget's capped first range
+		}
 	}
 	s.schedule(now)
 	return s.out, nil
@@ -361,6 +441,7 @@ func (s *Scheduler) OnData(now time.Time, id StreamID, n int64) []Action {
 	}
 	p := s.paths[st.path]
 	p.bw.OnData(now, n)
+	p.progress = now
 	if p.stats.Received == 0 {
 		p.stats.FirstData = now
 	}
@@ -424,8 +505,14 @@ func (s *Scheduler) OnRTT(now time.Time, p PathID, rtt time.Duration) []Action {
 	if p < 0 || int(p) >= len(s.paths) || s.done {
 		return nil
 	}
-	s.paths[p].rtt.Add(rtt)
-	s.paths[p].sawRTT(rtt)
+	ps := s.paths[p]
+	ps.rtt.Add(rtt)
+	ps.sawRTT(rtt)
+	if !ps.stalledAt.IsZero() && now.Add(-rtt).After(ps.stalledAt) {
+		// A PING sent after the stall came back: the path works again.
+		ps.stalledAt = time.Time{}
+		s.choose(now, "back")
+	}
 	s.schedule(now)
 	return s.out
 }
@@ -518,6 +605,7 @@ func (s *Scheduler) OnPathDown(now time.Time, p PathID) ([]Action, error) {
 		return nil, fmt.Errorf("multipath: all %d paths down with %d of %d bytes delivered",
 			len(s.paths), s.delivered.total(), s.size)
 	}
+	s.choose(now, "down")
 	s.schedule(now)
 	return s.out, nil
 }
@@ -542,6 +630,7 @@ func (s *Scheduler) OnPathSuspend(now time.Time, p PathID) ([]Action, error) {
 	ps.finOK = false
 	if len(s.upPaths()) > 0 {
 		s.moveStreams(p, true)
+		s.choose(now, "silent")
 		s.schedule(now)
 	}
 	return s.out, nil
@@ -574,6 +663,7 @@ func (s *Scheduler) OnPathResume(now time.Time, p PathID) ([]Action, error) {
 			s.moveStreams(PathID(q), true)
 		}
 	}
+	s.choose(now, "back")
 	s.schedule(now)
 	return s.out, nil
 }
@@ -669,6 +759,9 @@ func (s *Scheduler) request(now time.Time, p PathID, a, b int64) *stream {
 		end = s.size
 	}
 	st := &stream{id: s.lastID, path: p, start: a, pos: a, end: end, respEnd: b, limit: -1, granted: -1, reqAt: now}
+	if s.streams(p) == 0 {
+		s.paths[p].progress = now // the stall clock starts with the work
+	}
 	s.live = append(s.live, st)
 	s.paths[p].stats.Requests++
 	s.out = append(s.out, Action{Kind: Request, Stream: st.id, Path: p, Start: a, End: b})
@@ -683,6 +776,7 @@ func (s *Scheduler) close(st *stream, reset bool) {
 			break
 		}
 	}
+	s.spend(st, reset)
 	if reset {
 		s.out = append(s.out, Action{Kind: Reset, Stream: st.id, Path: st.path})
 	}
@@ -807,13 +901,16 @@ func (s *Scheduler) singleStream() {
 // lazily at its end, and every other path requests its share now.
 func (s *Scheduler) splitUnknown(now time.Time, first *stream) {
 	ups := []PathID{first.path}
-	for _, p := range s.upPaths() {
+	for _, p := range s.workPaths() {
 		if p != first.path {
 			ups = append(ups, p)
 		}
 	}
 	shares := s.shares(now, s.size, ups, first.path)
-	first.end = shares[0]
+	first.end = min(shares[0], s.respEnd(first))
+	if first.end < shares[0] {
+		s.orphans.add(first.end, shares[0])
+	}
 	off := shares[0]
 	for k, p := range ups[1:] {
 		if sh := shares[k+1]; sh > 0 && s.streams(p) < s.cfg.MaxStreamsPerPath {
@@ -844,15 +941,40 @@ func (s *Scheduler) shares(now time.Time, size int64, ps []PathID, flowing PathI
 			conds[k].Delay = 0
 		}
 	}
+	var sh []int64
 	if known {
-		sh, _ := Split(size, conds)
-		return sh
+		sh, _ = Split(size, conds)
+	} else {
+		sh = make([]int64, len(ps))
+		for k := range sh {
+			sh[k] = size / int64(len(ps))
+		}
+		sh[0] += size - sh[0]*int64(len(ps))
 	}
-	sh := make([]int64, len(ps))
-	for k := range sh {
-		sh[k] = size / int64(len(ps))
+	return s.capShares(sh, ps)
+}
+
+// capShares trims each share to its path's budget room and gives the
+// excess to the paths with room left, in order; what none has room for is
+// left out (the caller orphans it).
+func (s *Scheduler) capShares(sh []int64, ps []PathID) []int64 {
+	var excess int64
+	for k, p := range ps {
+		if r := s.room(p); sh[k] > r {
+			excess += sh[k] - r
+			sh[k] = max(r, 0)
+		}
 	}
-	sh[0] += size - sh[0]*int64(len(ps))
+	for k, p := range ps {
+		if excess == 0 {
+			break
+		}
+		n := min(excess, s.room(p)-sh[k])
+		if n > 0 {
+			sh[k] += n
+			excess -= n
+		}
+	}
 	return sh
 }
 
@@ -861,11 +983,20 @@ func (s *Scheduler) schedule(now time.Time) {
 	if s.done {
 		return
 	}
+	s.checkStall(now)
+	if s.active >= 0 && s.paths[s.active].up && s.room(s.active) <= 0 {
+		s.choose(now, "budget")
+	}
+	defer func() {
+		for i := range s.paths {
+			s.noteFull(now, PathID(i))
+		}
+	}()
 	if len(s.live) == 0 && (s.size < 0 || s.noRanges) {
 		// The stream that was to learn the size, or the one carrying a body
 		// that cannot be split, is lost: ask again on another path.
 		if p, ok := s.pickPath(now); ok {
-			s.request(now, p, 0, -1).initial = true
+			s.requestInitial(now, p)
 		}
 		return
 	}
@@ -878,8 +1009,16 @@ func (s *Scheduler) schedule(now time.Time) {
 			break
 		}
 		o := s.orphans[0]
-		s.orphans = s.orphans[1:]
-		s.request(now, p, o.a, o.b)
+		n := s.fit(p, o.a, o.b)
+		if o.a+n < o.b {
+			s.orphans[0].a = o.a + n
+		} else {
+			s.orphans = s.orphans[1:]
+		}
+		s.request(now, p, o.a, o.a+n)
+	}
+	if s.cfg.Mode != Aggregate {
+		return // one path at a time: nothing to split
 	}
 	for range s.paths {
 		if !s.rebalance(now) {
@@ -888,14 +1027,14 @@ func (s *Scheduler) schedule(now time.Time) {
 	}
 }
 
-// pickPath returns the up path with a free stream slot expected to finish
+// pickPath returns the usable path with a free stream slot expected to finish
 // first.
 func (s *Scheduler) pickPath(now time.Time) (PathID, bool) {
 	best, found := PathID(0), false
 	var bestT time.Time
-	for i, ps := range s.paths {
+	for i := range s.paths {
 		p := PathID(i)
-		if !ps.up || s.streams(p) >= s.cfg.MaxStreamsPerPath {
+		if !s.usable(p) || s.streams(p) >= s.cfg.MaxStreamsPerPath {
 			continue
 		}
 		t, ok := s.finish(now, p)
@@ -923,7 +1062,7 @@ func (s *Scheduler) rebalance(now time.Time) bool {
 	}
 	for k, p := range s.paths {
 		i := PathID(k)
-		if !p.finOK || s.streams(i) >= s.cfg.MaxStreamsPerPath {
+		if !p.finOK || !s.usable(i) || s.streams(i) >= s.cfg.MaxStreamsPerPath {
 			continue
 		}
 		bwI, ok := s.bandwidth(now, i)
@@ -982,7 +1121,7 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 		startI = finI
 	}
 	d := finJ.Sub(startI).Seconds() * bwI * bwJ / (bwI + bwJ)
-	room := x.end - s.committed(now, x)
+	room := min(x.end-s.committed(now, x), s.room(i))
 	n := int64(math.Min(d, float64(room)))
 	if n < s.cfg.MinChunk {
 		return false

@@ -152,11 +152,19 @@ func (m *sim) fail(format string, a ...any) {
 // runSim downloads cfg.Size bytes over the simulated paths and returns what
 // happened; the error reports any broken invariant.
 func runSim(cfg simConfig, checkEveryEvent bool) (simResult, error) {
+	return runSimWith(cfg, checkEveryEvent, nil)
+}
+
+// runSimWith is runSim that hands the scheduler to seen before the start.
+func runSimWith(cfg simConfig, checkEveryEvent bool, seen func(*Scheduler)) (simResult, error) {
 	sc := cfg.Sched
 	sc.Paths = len(cfg.Paths)
 	s, err := New(sc)
 	if err != nil {
 		return simResult{}, err
+	}
+	if seen != nil {
+		seen(s)
 	}
 	n := len(cfg.Paths)
 	m := &sim{cfg: cfg, s: s, cli: map[StreamID]*cliStream{}, check: checkEveryEvent,
@@ -214,6 +222,9 @@ func runSim(cfg simConfig, checkEveryEvent bool) (simResult, error) {
 		}
 	}
 	for i := range cfg.Paths {
+		if b := sc.budgetOf(i); b > 0 && m.err == nil && m.res.Delivered[i]+m.res.Wasted[i] > b {
+			m.fail("path %d received %d bytes (%d delivered, %d tail), over its budget %d", i, m.res.Delivered[i]+m.res.Wasted[i], m.res.Delivered[i], m.res.Wasted[i], b)
+		}
 		st := s.Stats(PathID(i))
 		m.res.Requests[i] = st.Requests
 		if st.Delivered > 0 {
@@ -224,6 +235,13 @@ func runSim(cfg simConfig, checkEveryEvent bool) (simResult, error) {
 }
 
 var epoch = time.Unix(0, 0)
+
+func (c Config) budgetOf(i int) int64 {
+	if c.Budget == nil {
+		return 0
+	}
+	return c.Budget[i]
+}
 
 var simTrace func(now time.Duration, s *Scheduler, acts []Action)
 
@@ -402,6 +420,17 @@ func (m *sim) fill(p PathID) {
 func (m *sim) kick(p PathID) {
 	sv := m.srv[p]
 	if sv.busy || len(sv.fifo) == 0 || sv.down {
+		return
+	}
+	if m.rate(p) == 0 {
+		// An outage: the link sends again at the next step with a rate.
+		for _, st := range sv.cfg.Rate {
+			if st.At > m.now && st.Bps > 0 {
+				sv.busy = true
+				m.at(st.At, func() { sv.busy = false; m.kick(p) })
+				return
+			}
+		}
 		return
 	}
 	f := sv.fifo[0]

@@ -352,23 +352,12 @@ func (s *Session) runMPH2(ctx context.Context, size int64, timed func() error) (
 	}
 	out := experiment.Result{
 		Metrics: map[string]float64{"time": res.Total.Seconds()},
-		Counts:  map[string]float64{"bytes": float64(res.Size), "tail_bytes": float64(res.TailBytes)},
+		Counts:  mph2.Counts(res),
 		Info:    map[string]string{},
 	}
 	for _, p := range res.Paths {
-		out.Counts["bytes_"+p.Name] = float64(p.Delivered)
-		out.Counts["requests_"+p.Name] = float64(p.Requests)
-		out.Counts["received_"+p.Name] = float64(p.Received)
-		// When each path finished tells a path that holds the download back
-		// (MP-H2 §5.8) from one that was merely slow.
-		out.Counts["last_data_s_"+p.Name] = p.LastData.Seconds()
 		out.Info["proto_"+p.Name] = p.Proto
 		out.Info["server_"+p.Name] = serverOf[p.Name]
-		// A path that went silent or down is not a failed run: the
-		// download completed (verified) on the others; how often and how
-		// long are what the run measured.
-		out.Counts["suspensions_"+p.Name] = float64(p.Suspensions)
-		out.Counts["suspended_s_"+p.Name] = p.Suspended.Seconds()
 		if p.Down {
 			out.Info["down_"+p.Name] = p.Err
 		}

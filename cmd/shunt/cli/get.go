@@ -32,7 +32,7 @@ import (
 
 var getCmd = &Command{
 	Name:  "get",
-	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure] [--path IFACE_OR_ADDR[=MAPADDR]]... [--size N] [--end-adjust flow|rst] [--no-pipelining]",
+	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure] [--path IFACE_OR_ADDR[=MAPADDR]]... [--size N] [--end-adjust flow|rst] [--no-pipelining] [--mode aggregate|handover|interactive] [--handover-after D] [--budget PATH=SIZE]...",
 	Short: "download a URL with shunt's HTTP/2 client, timed and verified",
 }
 

@@ -18,14 +18,18 @@ import (
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/multipath"
 )
 
 // multipathOptions are shunt get's MP-H2 flags.
 type multipathOptions struct {
-	paths        []mph2.Path
-	size         string
-	endAdjust    string
-	noPipelining bool
+	paths         []mph2.Path
+	size          string
+	endAdjust     string
+	noPipelining  bool
+	mode          string
+	handoverAfter time.Duration
+	budgets       map[string]int64 // path label: bytes
 }
 
 func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
@@ -40,14 +44,47 @@ func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.size, "size", "", "the object's size `N` if known (MP-H2+FS: every path starts at once)")
 	fs.StringVar(&m.endAdjust, "end-adjust", "flow", "how a range end is moved: flow (HTTP/2 flow control, no tail bytes) or rst (RST_STREAM)")
 	fs.BoolVar(&m.noPipelining, "no-pipelining", false, "request a path's next chunk only when its current one is complete")
+	fs.StringVar(&m.mode, "mode", "aggregate", "how the paths are used: aggregate (all at once), handover (the first path; the next only while it fails or stalls) "+
+		"or interactive (each download whole on the path expected to finish first)")
+	fs.DurationVar(&m.handoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `DURATION`")
+	fs.Func("budget", "receive at most SIZE bytes on path PATH (repeatable), `PATH=SIZE`, e.g. lte=20MB; PATH is the --path's interface or address", func(v string) error {
+		name, size, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("--budget %q: want PATH=SIZE", v)
+		}
+		n, err := content.ParseSize(size)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--budget %q: want a positive size after =", v)
+		}
+		if m.budgets == nil {
+			m.budgets = map[string]int64{}
+		}
+		m.budgets[name] = n
+		return nil
+	})
 }
 
 func (m *multipathOptions) check(o getOptions) error {
 	if len(m.paths) == 0 {
-		if m.size != "" || m.noPipelining || m.endAdjust != "flow" {
-			return errors.New("--size, --end-adjust and --no-pipelining need --path")
+		if m.size != "" || m.noPipelining || m.endAdjust != "flow" || m.mode != "aggregate" || len(m.budgets) > 0 || m.handoverAfter != multipath.DefaultHandoverAfter {
+			return errors.New("--size, --end-adjust, --no-pipelining, --mode, --handover-after and --budget need --path")
 		}
 		return nil
+	}
+	if _, err := multipath.ParseMode(m.mode); err != nil {
+		return fmt.Errorf("--mode: %w", err)
+	}
+	if m.handoverAfter <= 0 {
+		return fmt.Errorf("--handover-after %v: want a positive duration", m.handoverAfter)
+	}
+	for name := range m.budgets {
+		found := false
+		for i, p := range m.paths {
+			found = found || p.Label(i) == name
+		}
+		if !found {
+			return fmt.Errorf("--budget %s: no --path %s", name, name)
+		}
 	}
 	switch {
 	case o.rng != "":
@@ -66,8 +103,12 @@ func (m *multipathOptions) check(o getOptions) error {
 // runGetMultipath downloads with MP-H2 into a temporary file (bytes arrive
 // out of order), verifies it, then renames it to -o or copies it to stdout.
 func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecord) error {
-	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining,
+	mode, _ := multipath.ParseMode(o.mp.mode) // checked with the flags
+	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining, Mode: mode, HandoverAfter: o.mp.handoverAfter,
 		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}, DialTimeout: o.timeouts.connect, StallTimeout: o.timeouts.idle}
+	for i := range c.Paths {
+		c.Paths[i].Budget = o.mp.budgets[c.Paths[i].Label(i)]
+	}
 	if o.mp.endAdjust == "rst" {
 		c.EndAdjust = mph2.EndReset
 	}
@@ -142,10 +183,8 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 		fmt.Fprintln(gio.stderr, "note: the server ignored Range; the download went on over one path")
 	}
 	fmt.Fprintf(gio.stderr, "sha256 %s  length %d\n", hex.EncodeToString(sum), n)
-	counts := map[string]float64{"bytes": float64(n), "tail_bytes": float64(res.TailBytes)}
-	for _, p := range res.Paths {
-		counts["bytes_"+p.Name], counts["requests_"+p.Name], counts["received_"+p.Name] = float64(p.Delivered), float64(p.Requests), float64(p.Received)
-	}
+	counts := mph2.Counts(res)
+	counts["bytes"] = float64(n)
 	rec.measured(map[string]float64{"time": res.Total.Seconds()}, counts, map[string]string{"sha256": hex.EncodeToString(sum)})
 	if check != "" {
 		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check)
@@ -192,11 +231,29 @@ func verifyFile(f *os.File, urlPath string, n int64) (sum []byte, length int64, 
 }
 
 func printPaths(w io.Writer, res *mph2.Result) {
+	for _, s := range res.Switches {
+		if s.From == "" {
+			fmt.Fprintf(w, "mode %v: path %s at the start\n", res.Mode, s.To)
+			continue
+		}
+		fmt.Fprintf(w, "mode %v: %s -> %s at %.1f ms (%s), first byte on %s at %.1f ms\n", res.Mode, s.From, s.To, ms(s.At), s.Why, s.To, ms(s.FirstByte))
+	}
+	for _, p := range res.Paths {
+		if p.Budget > 0 {
+			full := "never full"
+			if p.BudgetFull > 0 {
+				full = fmt.Sprintf("full at %.1f ms: the other paths carried the rest alone", ms(p.BudgetFull))
+			}
+			fmt.Fprintf(w, "budget %s: received %d of %d bytes, %s\n", p.Name, p.Received, p.Budget, full)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "path\tproto\trequests\tdelivered\treceived\trtt\tbandwidth\tfirst byte\tlast byte\tstate")
 	for _, p := range res.Paths {
 		state := "up"
 		switch {
+		case p.Refused != "":
+			state = "refused: " + p.Refused
 		case p.Down:
 			state = "down: " + p.Err
 		case p.Suspensions > 0:

@@ -49,10 +49,53 @@ func TestGetMultipathFlags(t *testing.T) {
 		{[]string{"http://x/", "--path", "lo", "--end-adjust", "x"}, "want flow or rst"},
 		{[]string{"http://x/", "--path", "lo", "--size", "x"}, "--size"},
 		{[]string{"http://x/", "--path", "=y"}, "IFACE_OR_ADDR"},
+		{[]string{"http://x/", "--mode", "handover"}, "need --path"},
+		{[]string{"http://x/", "--budget", "lo=1MB"}, "need --path"},
+		{[]string{"http://x/", "--path", "lo", "--mode", "fast"}, "want aggregate, handover or interactive"},
+		{[]string{"http://x/", "--path", "lo", "--budget", "lo"}, "want PATH=SIZE"},
+		{[]string{"http://x/", "--path", "lo", "--budget", "lo=0"}, "want a positive size"},
+		{[]string{"http://x/", "--path", "lo", "--budget", "wifi=1MB"}, "--budget wifi: no --path wifi"},
+		{[]string{"http://x/", "--path", "lo", "--mode", "handover", "--handover-after", "0s"}, "want a positive duration"},
 	} {
 		_, _, err := runGetTest(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("get %v: %v, want an error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// Modes and budgets from the command line: the record of the path in use
+// and the budget's use are printed, and the object is whole and verified;
+// a path pinned to an interface that does not exist fails before anything
+// is sent, naming it.
+func TestGetMultipathModesAndBudget(t *testing.T) {
+	base := startServe(t)
+	file := filepath.Join(t.TempDir(), "obj")
+	for _, v := range []struct {
+		extra []string
+		want  []string
+	}{
+		{[]string{"--mode", "handover"}, []string{"mode handover: path 127.0.0.1 at the start"}},
+		{[]string{"--mode", "interactive"}, []string{"mode interactive: path 127.0.0.1 at the start"}},
+		{[]string{"--budget", "127.0.0.2=1MB"}, []string{"budget 127.0.0.2: received "}},
+	} {
+		args := append([]string{base + "/gen/3MiB", "-o", file, "--path", "127.0.0.1", "--path", "127.0.0.2"}, v.extra...)
+		_, stderr, err := runGetTest(t, args...)
+		if err != nil {
+			t.Fatalf("get %v: %v\n%s", v.extra, err, stderr)
+		}
+		got, err := os.ReadFile(file)
+		if err != nil || !bytes.Equal(got, gen(0, 3<<20)) {
+			t.Fatalf("get %v: -o file: %d bytes, %v; want the 3 MiB generated object", v.extra, len(got), err)
+		}
+		for _, w := range v.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("get %v: stderr lacks %q:\n%s", v.extra, w, stderr)
+			}
+		}
+	}
+	_, _, err := runGetTest(t, base+"/gen/1KB", "-o", file, "--path", "127.0.0.1", "--path", "nosuch-mpt1")
+	if err == nil || !strings.Contains(err.Error(), "path nosuch-mpt1: interface nosuch-mpt1 does not exist") {
+		t.Errorf("get over a missing interface: %v", err)
 	}
 }

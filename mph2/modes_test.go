@@ -1,0 +1,348 @@
+package mph2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/shunt-net/shunt/content"
+)
+
+// Handover with a working primary is the primary alone: the standby sends
+// no request and receives nothing.
+func TestHandoverPrimaryAlone(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 2 << 20
+	c := &Client{Mode: ModeHandover, Paths: []Path{loopPath("primary", 4e6, 0), loopPath("standby", 8e6, 0)}}
+	defer c.Close()
+	for _, o := range []Options{{}, {Size: size}} {
+		res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, o)
+		if p := res.Paths[1]; p.Requests != 0 || p.Received != 0 || res.Paths[0].Delivered != size {
+			t.Fatalf("size %d: paths %+v, want everything on the primary", o.Size, res.Paths)
+		}
+		if len(res.Switches) != 1 || res.Switches[0].To != "primary" || res.Switches[0].Why != "start" {
+			t.Fatalf("switches %+v, want the primary chosen at the start", res.Switches)
+		}
+	}
+}
+
+// Handover moves to the standby when the primary dies mid-download; no
+// byte is lost (every byte checked once).
+func TestHandoverPrimaryDies(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 3 << 20
+	c := &Client{Mode: ModeHandover, Paths: []Path{loopPath("primary", 6e6, 500<<10), loopPath("standby", 6e6, 0)}}
+	defer c.Close()
+	res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, Options{Size: size})
+	if !res.Paths[0].Down || res.Paths[1].Delivered == 0 {
+		t.Fatalf("paths %+v: want the primary down and the standby carrying the rest", res.Paths)
+	}
+	if n := len(res.Switches); n != 2 || res.Switches[1].To != "standby" || res.Switches[1].FirstByte < res.Switches[1].At {
+		t.Fatalf("switches %+v: want start then down to the standby, with its first byte after", res.Switches)
+	}
+	t.Logf("handover at %v, first byte on the standby %v, total %v", res.Switches[1].At, res.Switches[1].FirstByte, res.Total)
+}
+
+// Interactive sends each download whole on one path: the first on the
+// first path (nothing known), the next on a path not yet measured (taken
+// to be as fast as the best known), then on the faster one.
+func TestInteractiveOnePathPerDownload(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 1 << 20
+	c := &Client{Mode: ModeInteractive, Paths: []Path{loopPath("slow", 2e6, 0), loopPath("fast", 8e6, 0)}}
+	defer c.Close()
+	var used []string
+	for range 4 {
+		res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, Options{Size: size})
+		var on []string
+		for _, p := range res.Paths {
+			if p.Requests > 0 {
+				on = append(on, p.Name)
+				if p.Requests != 1 || p.Delivered != size {
+					t.Fatalf("path %s: %d requests, %d bytes: want the whole object in one", p.Name, p.Requests, p.Delivered)
+				}
+			}
+		}
+		if len(on) != 1 {
+			t.Fatalf("paths used %v, want one", on)
+		}
+		used = append(used, on[0])
+	}
+	if fmt.Sprint(used) != "[slow fast fast fast]" {
+		t.Fatalf("paths used %v, want [slow fast fast fast]", used)
+	}
+}
+
+// dataCounter counts the HTTP/2 DATA payload a client connection reads, by
+// parsing a copy of the bytes with x/net's framer: what the path received,
+// whatever package mph2 thinks it did.
+type dataCounter struct {
+	net.Conn
+	w    *io.PipeWriter
+	mu   sync.Mutex
+	n    int64
+	done chan struct{}
+}
+
+func countData(c net.Conn) *dataCounter {
+	r, w := io.Pipe()
+	d := &dataCounter{Conn: c, w: w, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		fr := http2.NewFramer(nil, r)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				r.CloseWithError(err)
+				return
+			}
+			if df, ok := f.(*http2.DataFrame); ok {
+				d.mu.Lock()
+				d.n += int64(len(df.Data()))
+				d.mu.Unlock()
+			}
+		}
+	}()
+	return d
+}
+
+func (d *dataCounter) Read(p []byte) (int, error) {
+	n, err := d.Conn.Read(p)
+	if n > 0 {
+		d.w.Write(p[:n])
+	}
+	if err != nil {
+		d.w.CloseWithError(err)
+	}
+	return n, err
+}
+
+func (d *dataCounter) Close() error {
+	err := d.Conn.Close()
+	d.w.Close()
+	return err
+}
+
+func (d *dataCounter) total() int64 {
+	<-d.done
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// A budgeted path never receives more DATA than its budget, counted on
+// the wire to the end of the connection (tail bytes and bytes in flight
+// at the end included), in every mode and end adjustment, size known or
+// not; the download completes on the other path.
+func TestBudgetOnTheWire(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 4 << 20
+	const budget = 1 << 20
+	for _, mode := range []Mode{ModeAggregate, ModeHandover, ModeInteractive} {
+		for _, ea := range []EndAdjust{EndFlowControl, EndReset} {
+			for _, o := range []Options{{}, {Size: size}} {
+				name := fmt.Sprintf("%v/%v/size=%d", mode, ea, o.Size)
+				t.Run(name, func(t *testing.T) {
+					var mu sync.Mutex
+					var conns []*dataCounter
+					// The budgeted path is the faster one and the primary, so
+					// every mode wants more of it than the budget allows.
+					cell := loopPath("cell", 8e6, 0)
+					dial := cell.Dial
+					cell.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						c, err := dial(ctx, network, addr)
+						if err != nil {
+							return nil, err
+						}
+						dc := countData(c)
+						mu.Lock()
+						conns = append(conns, dc)
+						mu.Unlock()
+						return dc, nil
+					}
+					cell.Budget = budget
+					c := &Client{Mode: mode, EndAdjust: ea, Paths: []Path{cell, loopPath("wifi", 4e6, 0)}}
+					o.Settle = 200 * time.Millisecond
+					res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, o)
+					c.Close()
+					var wire int64
+					for _, dc := range conns {
+						wire += dc.total()
+					}
+					p := res.Paths[0]
+					t.Logf("cell: %d DATA bytes on the wire, %d received, %d delivered, budget full at %v; total %v", wire, p.Received, p.Delivered, p.BudgetFull, res.Total)
+					if wire > budget || p.Received > budget {
+						t.Fatalf("cell received %d bytes on the wire (%d by its count), over its budget %d", wire, p.Received, budget)
+					}
+					if mode == ModeAggregate && p.Delivered < budget/2 {
+						t.Errorf("cell delivered %d, want most of its budget %d used", p.Delivered, budget)
+					}
+				})
+			}
+		}
+	}
+}
+
+// lyingServer serves generated objects on its path with a lie: "shifted"
+// (a 206 one byte later than asked), "longer" (a 206 to the object's end
+// for a shorter range), "unasked" (a 206 to a request without Range) or
+// "whole" (a 200 with the whole object to a ranged request). It returns
+// its HOST:PORT.
+func lyingServer(t *testing.T, lie string) string {
+	base := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		size, _, _ := content.GenSize(r.URL.Path)
+		first, last := int64(0), size-1
+		rg := r.Header.Get("Range")
+		if rg != "" {
+			fmt.Sscanf(rg, "bytes=%d-%d", &first, &last)
+		}
+		switch {
+		case lie == "shifted":
+			first, last = first+1, min(last+1, size-1)
+		case lie == "longer":
+			last = size - 1
+		case lie == "whole" || (lie == "unasked" && rg != ""):
+			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+			w.WriteHeader(200)
+			io.Copy(w, content.NewGenerated(size))
+			return
+		}
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+		w.Header().Set("Content-Length", strconv.FormatInt(last-first+1, 10))
+		w.WriteHeader(206)
+		io.Copy(w, io.NewSectionReader(content.NewGenerated(size), first, last-first+1))
+	}))
+	return base[len("http://"):]
+}
+
+// A path whose server's 206 or Content-Range does not match the request
+// is refused, saying why, and the download completes on the other path
+// with every byte right; a 200 to a ranged request is refused on a path
+// with a budget (its whole body could overrun it).
+func TestLyingServerRefused(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 2 << 20
+	for _, v := range []struct {
+		lie    string
+		o      Options
+		budget int64
+		want   string
+	}{
+		{"shifted", Options{Size: size}, 0, "Content-Range says"},
+		{"shifted", Options{}, 0, "206 to a request without Range"}, // the first request asks for everything
+		{"longer", Options{Size: size}, 0, "Content-Range says"},
+		{"unasked", Options{}, 0, "206 to a request without Range"},
+		{"whole", Options{Size: size}, size, "200 to a ranged request"},
+	} {
+		t.Run(fmt.Sprintf("%s/size=%d", v.lie, v.o.Size), func(t *testing.T) {
+			liar := loopPath("liar", 0, 0)
+			liar.Map = map[string]string{anyHost: lyingServer(t, v.lie)}
+			liar.Budget = v.budget
+			c := &Client{Paths: []Path{liar, loopPath("honest", 0, 0)}}
+			defer c.Close()
+			res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, v.o)
+			p := res.Paths[0]
+			if !p.Down || !strings.Contains(p.Refused, v.want) || p.Delivered != 0 {
+				t.Fatalf("liar: %+v, want refused (%q) with nothing delivered", p, v.want)
+			}
+			t.Logf("refused: %s", p.Refused)
+		})
+	}
+}
+
+// Pinning is checked before anything is sent: a path whose interface or
+// source address does not exist, is down, or has no route to the server is
+// an error naming the path and what is wrong.
+func TestPinningChecked(t *testing.T) {
+	base := startServer(t, nil)
+	url := base + "/gen/1000"
+	try := func(p Path) error {
+		c := &Client{Paths: []Path{p, loopPath("ok", 0, 0)}}
+		defer c.Close()
+		_, err := c.Download(context.Background(), url, newMemFile(1000), Options{})
+		return err
+	}
+	for _, v := range []struct {
+		p    Path
+		want string
+	}{
+		{Path{Name: "cell", Interface: "nosuch-mpt0"}, "path cell: interface nosuch-mpt0 does not exist"},
+		{Path{LocalAddr: netip.MustParseAddr("192.0.2.77")}, "path 192.0.2.77: source address 192.0.2.77 is on no interface"},
+		{Path{Interface: "lo", LocalAddr: netip.MustParseAddr("192.0.2.77")}, "source address 192.0.2.77 is not on interface lo"},
+	} {
+		if err := try(v.p); err == nil || !strings.Contains(err.Error(), v.want) {
+			t.Errorf("path %+v: %v, want an error with %q", v.p, err, v.want)
+		}
+	}
+	for _, ok := range []Path{{Interface: "lo"}, {LocalAddr: netip.MustParseAddr("127.0.0.1")}} {
+		if err := try(ok); err != nil {
+			t.Errorf("path %+v: %v", ok, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipping the down and unrouted interfaces: creating a veth pair needs root")
+	}
+	// A veth pair: down while its peer is, up without a route to 127.0.0.1's
+	// neighbour 192.0.2.200 once both are up.
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	run("link", "add", "mptools-t0", "type", "veth", "peer", "name", "mptools-t1")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", "mptools-t0").Run() })
+	if err := try(Path{Interface: "mptools-t0"}); err == nil || !strings.Contains(err.Error(), "interface mptools-t0 is down") {
+		t.Errorf("down interface: %v", err)
+	}
+	run("link", "set", "mptools-t0", "up")
+	run("link", "set", "mptools-t1", "up")
+	for i := 0; ; i++ { // the carrier comes up a moment later
+		ifi, err := net.InterfaceByName("mptools-t0")
+		if err == nil && ifi.Flags&net.FlagRunning != 0 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("mptools-t0 has no carrier 2 s after both ends went up: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Checked before any byte is sent, so the server may be unreachable:
+	// TEST-NET-2, reached (if at all) by this host's default route.
+	far := "http://198.51.100.7:9/gen/1000"
+	tryFar := func(p Path) error {
+		c := &Client{Paths: []Path{p}}
+		defer c.Close()
+		_, err := c.Download(context.Background(), far, newMemFile(1000), Options{})
+		return err
+	}
+	if err := tryFar(Path{Interface: "mptools-t0"}); err == nil || !strings.Contains(err.Error(), "path mptools-t0: no route to 198.51.100.7 through interface mptools-t0") {
+		t.Errorf("unrouted interface: %v", err)
+	}
+	// A source address on the veth: the kernel's route from it leaves by
+	// another interface (or there is none).
+	run("addr", "add", "198.18.77.1/32", "dev", "mptools-t0")
+	err := tryFar(Path{LocalAddr: netip.MustParseAddr("198.18.77.1")})
+	if err == nil || !(strings.Contains(err.Error(), "not by mptools-t0, which holds the address") || strings.Contains(err.Error(), "no route to 198.51.100.7 from source address 198.18.77.1")) {
+		t.Errorf("source address routed elsewhere: %v", err)
+	}
+	// With a route through the veth from that address, the path is pinned.
+	run("route", "add", "198.51.100.0/24", "dev", "mptools-t0", "src", "198.18.77.1")
+	for _, p := range []Path{{Interface: "mptools-t0"}, {LocalAddr: netip.MustParseAddr("198.18.77.1")}} {
+		if err := p.check(context.Background(), "198.51.100.7:9"); err != nil {
+			t.Errorf("routed path %+v: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package multipath
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// A path's byte budget (Config.Budget) bounds the response body bytes the
+// path may receive in the download, tail bytes included. The scheduler
+// reserves, for every stream it opens on the path, everything the server
+// could send on it: the whole requested range while the stream is open; once
+// it is closed, what it received if it ended by itself or its connection
+// died, else (a Reset: bytes already sent still arrive) its flow-control
+// credit under FlowControl and its whole range under ResetStream. A request
+// is sized to the room the reservations leave, so no order of events can
+// make the path receive more than its budget.
+
+// room is how many more bytes path p's requests may ask for; MaxInt64 if it
+// has no budget.
+func (s *Scheduler) room(p PathID) int64 {
+	b := s.budget(p)
+	if b <= 0 {
+		return math.MaxInt64
+	}
+	return b - s.reserved(p)
+}
+
+func (s *Scheduler) budget(p PathID) int64 {
+	if s.cfg.Budget == nil {
+		return 0
+	}
+	return s.cfg.Budget[p]
+}
+
+// reserved is what path p may have received or still receive.
+func (s *Scheduler) reserved(p PathID) int64 {
+	n := s.paths[p].spent
+	for _, st := range s.live {
+		if st.path == p {
+			n += s.respEnd(st) - st.start
+		}
+	}
+	return n
+}
+
+// spend adds a closed stream's share to its path's reservation.
+func (s *Scheduler) spend(st *stream, reset bool) {
+	n := st.pos - st.start
+	if reset {
+		end := s.respEnd(st)
+		if s.cfg.EndAdjust == FlowControl && st.granted >= 0 {
+			end = min(end, max(st.granted, st.pos))
+		}
+		n = end - st.start
+	}
+	s.paths[st.path].spent += n
+}
+
+// fit trims the range [a, b) to what path p may still ask for; b-a if it
+// has no budget.
+func (s *Scheduler) fit(p PathID, a, b int64) int64 {
+	return min(b-a, s.room(p))
+}
+
+// noteFull records when path p's budget stopped it from taking work.
+func (s *Scheduler) noteFull(now time.Time, p PathID) {
+	ps := s.paths[p]
+	if s.budget(p) > 0 && s.room(p) < s.cfg.MinChunk && ps.stats.BudgetFull.IsZero() {
+		ps.stats.BudgetFull = now
+	}
+}
+
+// checkBudgets refuses a download the budgets cannot carry: every path has
+// one and together they hold less than the object.
+func (s *Scheduler) checkBudgets() error {
+	if s.size < 0 || s.cfg.Budget == nil {
+		return nil
+	}
+	var total int64
+	for i := range s.paths {
+		b := s.budget(PathID(i))
+		if b <= 0 {
+			return nil
+		}
+		total += b
+	}
+	if total < s.size {
+		return fmt.Errorf("multipath: the paths' budgets add up to %d bytes, the object has %d", total, s.size)
+	}
+	return nil
+}
+
+// Blocked reports that bytes are missing that no path may fetch: no stream
+// is open, and every path that is up (or may come back) has spent its
+// budget. The download cannot finish.
+func (s *Scheduler) Blocked() bool {
+	if s.done || len(s.live) > 0 || s.size < 0 || s.noRanges {
+		return false
+	}
+	for i, p := range s.paths {
+		if (p.up || p.suspended) && s.room(PathID(i)) > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,222 @@
+package multipath
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Mode says how a download uses its paths, as the operating systems' multipath
+// modes do (Apple's MPTCP service types, Android's multipath preference).
+type Mode uint8
+
+const (
+	// Aggregate spreads the object over every path so that all finish
+	// together (MP-H2 as the paper evaluates it).
+	Aggregate Mode = iota
+	// Handover uses one path at a time: the first path that is up, has not
+	// stalled and has budget left. When the path in use stalls (no byte for
+	// HandoverAfter while it has work) or goes silent or down, its
+	// outstanding ranges move to the next; once the earlier path answers a
+	// PING sent after its stall, the work goes back to it.
+	Handover
+	// Interactive sends each download whole (no splitting) on the path with
+	// the lowest expected completion time from the estimates: response delay
+	// plus size over bandwidth. Another path takes over only if that one
+	// goes silent or down, or its budget runs out.
+	Interactive
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Aggregate:
+		return "aggregate"
+	case Handover:
+		return "handover"
+	case Interactive:
+		return "interactive"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ParseMode reads a mode's name.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range []Mode{Aggregate, Handover, Interactive} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("mode %q: want aggregate, handover or interactive", s)
+}
+
+// Defaults of the modes.
+const (
+	// DefaultHandoverAfter is how long the path in use may deliver nothing
+	// while it has work before Handover moves to the next path: well above
+	// a response delay on the paths of the paper (28..65 ms RTT, a queue of
+	// 160 ms), well below the seconds of a cellular outage.
+	DefaultHandoverAfter = time.Second
+	// DefaultExpectedSize stands in for the size of an object whose size is
+	// not known when Interactive picks its path.
+	DefaultExpectedSize = 1 << 20
+)
+
+// Switch is one change of the path in use (Handover and Interactive).
+type Switch struct {
+	At       time.Time
+	From, To PathID // From is -1 for the first choice
+	Why      string // "stall", "silent", "down", "budget", "back"
+}
+
+// usable reports whether path p may be given new work in the mode.
+func (s *Scheduler) usable(p PathID) bool {
+	ps := s.paths[p]
+	if !ps.up || s.room(p) <= 0 {
+		return false
+	}
+	return s.cfg.Mode == Aggregate || p == s.active
+}
+
+// workPaths are the paths that may be given new work.
+func (s *Scheduler) workPaths() []PathID {
+	var ps []PathID
+	for i := range s.paths {
+		if s.usable(PathID(i)) {
+			ps = append(ps, PathID(i))
+		}
+	}
+	return ps
+}
+
+// choose sets the path in use of Handover and Interactive, and moves the
+// work of the path it replaces. why names the event that asked.
+func (s *Scheduler) choose(now time.Time, why string) {
+	if s.cfg.Mode == Aggregate || s.done {
+		return
+	}
+	next, ok := s.pick(now)
+	if !ok || next == s.active {
+		return
+	}
+	old := s.active
+	s.active = next
+	switch {
+	case old < 0: // the first choice
+	case why == "back":
+		s.cutAtCommitted(now, old)
+	case why == "stall":
+		// A stalled path's credited bytes will not come soon: all of its
+		// outstanding range moves, and what still arrives is tail bytes.
+		s.moveStreams(old, true)
+	}
+	// Otherwise the old path is down or silent (its streams already moved)
+	// or out of budget (it finishes the ranges its budget holds).
+	s.handovers = append(s.handovers, Switch{At: now, From: old, To: next, Why: why})
+}
+
+// pick is the path the mode wants in use now.
+func (s *Scheduler) pick(now time.Time) (PathID, bool) {
+	ok := func(p PathID) bool { return s.paths[p].up && s.room(p) > 0 }
+	if s.cfg.Mode == Handover {
+		// The first path that is up and has not stalled, in order; if every
+		// one has stalled, the current one stays.
+		for i, ps := range s.paths {
+			if ok(PathID(i)) && ps.stalledAt.IsZero() {
+				return PathID(i), true
+			}
+		}
+		if s.active >= 0 && ok(s.active) {
+			return s.active, true
+		}
+		for i := range s.paths {
+			if ok(PathID(i)) {
+				return PathID(i), true
+			}
+		}
+		return 0, false
+	}
+	// Interactive keeps its path while it can work.
+	if s.active >= 0 && ok(s.active) {
+		return s.active, true
+	}
+	return s.fastest(now, ok)
+}
+
+// fastest is the path with the lowest expected completion time of the
+// object (response delay + size / bandwidth) among those ok allows. A path
+// whose bandwidth is not known yet is taken to be as fast as the fastest
+// known one, so an unmeasured path gets tried once rather than never; with
+// no bandwidth known at all, the least response delay wins, then the order.
+func (s *Scheduler) fastest(now time.Time, ok func(PathID) bool) (PathID, bool) {
+	size := float64(s.size)
+	if s.size < 0 {
+		size = DefaultExpectedSize
+	}
+	size -= float64(s.delivered.total())
+	var top float64
+	for i := range s.paths {
+		if bw, known := s.bandwidth(now, PathID(i)); known && ok(PathID(i)) {
+			top = math.Max(top, bw)
+		}
+	}
+	best, found := PathID(0), false
+	var bestT float64
+	for i := range s.paths {
+		p := PathID(i)
+		if !ok(p) {
+			continue
+		}
+		t := s.baseRTT(p).Seconds()
+		bw, known := s.bandwidth(now, p)
+		if !known {
+			bw = top
+		}
+		if bw > 0 {
+			t += size / bw
+		}
+		if !found || t < bestT {
+			best, found, bestT = p, true, t
+		}
+	}
+	return best, found
+}
+
+// cutAtCommitted ends path p's streams where their credited bytes end, and
+// gives the rest of their ranges to the schedule: the path handed back from
+// delivers what is on its way, nothing more.
+func (s *Scheduler) cutAtCommitted(now time.Time, p PathID) {
+	for _, st := range append([]*stream(nil), s.live...) {
+		if st.path != p || st.end < 0 {
+			continue
+		}
+		c := max(s.committed(now, st), st.pos)
+		if c >= st.end {
+			continue
+		}
+		s.delivered.gaps(c, st.end, func(a, b int64) { s.orphans.add(a, b) })
+		s.setEnd(st, c)
+	}
+}
+
+// checkStall marks the path in use stalled when it has had work and
+// delivered nothing for HandoverAfter (Handover only).
+func (s *Scheduler) checkStall(now time.Time) {
+	if s.cfg.Mode != Handover || s.active < 0 {
+		return
+	}
+	ps := s.paths[s.active]
+	if ps.stalledAt.IsZero() && s.streams(s.active) > 0 && now.Sub(ps.progress) >= s.cfg.HandoverAfter {
+		ps.stalledAt = now
+		s.choose(now, "stall")
+	}
+}
+
+// Switches returns the changes of the path in use so far, the first
+// choice included.
+func (s *Scheduler) Switches() []Switch { return s.handovers }
+
+// Active returns the path in use (Handover and Interactive); false in
+// Aggregate mode or before the start.
+func (s *Scheduler) Active() (PathID, bool) {
+	return s.active, s.cfg.Mode != Aggregate && s.active >= 0
+}
