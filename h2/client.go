@@ -82,7 +82,7 @@ func (t *Transport) RoundTripOpts(req *http.Request, opts StreamOptions) (*http.
 			trace.GotConn(httptrace.GotConnInfo{Conn: cc.c.nc, Reused: try > 0 || cc.used()})
 		}
 		res, err := cc.roundTrip(req, opts, true)
-		if err == nil || !errors.Is(err, errRetryable) || try >= maxRetries {
+		if err == nil || !errors.Is(err, ErrNotProcessed) || try >= maxRetries {
 			return res, err
 		}
 		if req.Body != nil && req.Body != http.NoBody {
@@ -507,6 +507,9 @@ func (c *Conn) onResponseHeaders() error {
 	}
 	if st.state != stateOpen && st.state != stateHalfClosedLocal {
 		return streamError{id, http2.ErrCodeStreamClosed, "HEADERS after END_STREAM"}
+	}
+	if hb.selfDep {
+		return streamError{id, http2.ErrCodeProtocol, "stream depends on itself"} // RFC 9113 5.3.1
 	}
 	if hb.bad != "" {
 		return streamError{id, http2.ErrCodeProtocol, hb.bad}

@@ -39,6 +39,7 @@ type Conn struct {
 
 	// Owned by the read goroutine.
 	br   *bufio.Reader
+	rsrc *readErrs // what the framer reads through: says whether the transport failed
 	rfr  *http2.Framer
 	hdec *hpack.Decoder
 	hb   headerBlock
@@ -145,7 +146,8 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	}
 	c.resets = newResetLimiter(max(100, 2*int(cfg.MaxConcurrentStreams)), time.Second)
 
-	c.rfr = http2.NewFramer(nil, c.br)
+	c.rsrc = &readErrs{r: c.br}
+	c.rfr = http2.NewFramer(nil, c.rsrc)
 	c.rfr.SetReuseFrames()
 	c.rfr.SetMaxReadFrameSize(cfg.MaxReadFrameSize)
 	c.hdec = hpack.NewDecoder(4096, c.onField)

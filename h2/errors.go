@@ -57,13 +57,14 @@ func (e GoAwayError) Error() string {
 var (
 	// ErrConnClosed is returned for operations on a closed connection.
 	ErrConnClosed = errors.New("h2: connection closed")
-	// errRetryable marks a request the server never processed (refused or
-	// above a GOAWAY's last stream ID), so it can be sent on another connection.
-	errRetryable = errors.New("h2: request not processed by server")
+	// ErrNotProcessed marks a request the server never processed (refused
+	// or above a GOAWAY's last stream ID), so it can be sent again on another
+	// connection (RFC 9113 8.7): errors.Is(err, ErrNotProcessed).
+	ErrNotProcessed = errors.New("h2: request not processed by server")
 )
 
 // retryableError wraps the reason a request may be retried.
 type retryableError struct{ err error }
 
 func (e retryableError) Error() string { return e.err.Error() }
-func (e retryableError) Unwrap() error { return errRetryable }
+func (e retryableError) Unwrap() error { return ErrNotProcessed }

@@ -106,8 +106,15 @@ func (c *Conn) onField(f hpack.HeaderField) {
 		hb.bad = "invalid value for header " + f.Name
 		return
 	}
+	// RFC 9113 8.2.1: nor may a value start or end with SP or HTAB.
+	if v := f.Value; v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+		hb.bad = fmt.Sprintf("value of header %s starts or ends with whitespace", f.Name)
+		return
+	}
 	hb.fields = append(hb.fields, f)
 }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 
 func validFieldName(name string) bool {
 	if !httpguts.ValidHeaderFieldName(name) {

@@ -77,6 +77,21 @@ func (c *Conn) readLoop() {
 	c.close(io.EOF)
 }
 
+// readErrs passes reads through and keeps the first error the transport
+// returned, so a framer error can be told from a failed connection.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErrs) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
 // readError handles a Framer error; it reports whether reading can go on.
 func (c *Conn) readError(err error) bool {
 	var se http2.StreamError
@@ -96,6 +111,12 @@ func (c *Conn) readError(err error) bool {
 		c.fail(connError{http2.ErrCode(ce), reason})
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		c.fail(connError{http2.ErrCodeFrameSize, err.Error()})
+	case c.rsrc.err == nil:
+		// The whole frame was read, so its payload is too short for what
+		// its flags announce (PADDED without a pad length, PRIORITY without
+		// its 5 bytes): RFC 9113 4.2. Without the GOAWAY the connection
+		// waited for the peer to close it.
+		c.fail(connError{http2.ErrCodeFrameSize, fmt.Sprintf("frame too short for its flags: %v", err)})
 	default:
 		c.mu.Lock()
 		if c.err == nil {
