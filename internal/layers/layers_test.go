@@ -18,7 +18,7 @@ var floors = map[string]int{
 	// protocol extensions and pure schedulers on the engine; ground helpers
 	"smig": 2, "multipath": 2, "hints": 2, "internal": 2,
 	// things that run: the server, namespaces and links, the multipath client, peer launchers
-	"server": 3, "testbed": 3, "mph2": 3, "peers": 3, "dash": 3, "proxy": 3,
+	"server": 3, "testbed": 3, "mph2": 3, "peers": 3, "dash": 3, "proxy": 3, "conform": 3,
 	// experiments
 	"replay": 4, "experiment": 4,
 	// scenarios, runner, sharding, merge

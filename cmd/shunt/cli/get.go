@@ -478,10 +478,27 @@ func roundTripHTTP1(req *http.Request, o getOptions, times *getTimes) (*http.Res
 	return res, tr, err
 }
 
-// roundTripH2 dials and handshakes itself (so connect and TLS are timed)
-// and hands the connection to the h2 engine. The caller closes the conn.
-// again is a transport for re-requests, on connections of its own.
+// getRetries bounds how often a request the server did not process
+// (REFUSED_STREAM, or above a GOAWAY's last stream) is sent again.
+const getRetries = 3
+
+// roundTripH2 runs the request on a new connection, and again on another
+// one when the server says it did not process it (RFC 9113 8.7: such a
+// request can be retried safely). The caller closes the conn; again is a
+// transport for re-requests, on connections of its own.
 func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (resp *http.Response, nc net.Conn, again http.RoundTripper, err error) {
+	for try := 0; ; try++ {
+		resp, nc, again, err = roundTripH2Once(ctx, req, o, times, stderr)
+		if err == nil || !errors.Is(err, h2.ErrNotProcessed) || try == getRetries {
+			return resp, nc, again, err
+		}
+		fmt.Fprintf(stderr, "note: %v; sending the request again on a new connection\n", err)
+	}
+}
+
+// roundTripH2Once dials and handshakes itself (so connect and TLS are timed)
+// and hands the connection to the h2 engine.
+func roundTripH2Once(ctx context.Context, req *http.Request, o getOptions, times *getTimes, stderr io.Writer) (resp *http.Response, nc net.Conn, again http.RoundTripper, err error) {
 	addr := h2.HostPort(o.url.Host, o.url.Scheme)
 	nc, err = timedDial(times)(ctx, "tcp", addr)
 	if err != nil {
