@@ -15,6 +15,16 @@ type Config struct {
 	ConnWindowSize       uint32        // connection receive window; default 16 MiB
 	MaxReadFrameSize     uint32        // default 16 KiB
 	IdleTimeout          time.Duration // close a connection with no open stream after this
+	// HeaderTimeout (server role) bounds the client preface and each header
+	// block, from its first byte to its end; default 10 s. Slow headers
+	// (slowloris) lose the connection.
+	HeaderTimeout time.Duration
+	// SendTimeout, if positive, bounds how long sending may make no
+	// progress: a socket write that the peer does not read within it closes
+	// the connection, and a stream whose queued body the peer takes nothing
+	// of (no WINDOW_UPDATE) within it is reset (CANCEL), failing its writer.
+	// A stalled peer then holds no goroutine or buffer for long.
+	SendTimeout time.Duration
 	// ExtraSettings are announced in the first SETTINGS frame (extension settings).
 	ExtraSettings []http2.Setting
 	// OnExtensionFrame receives frames of types the engine does not know. It
@@ -95,6 +105,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.ConnWindowSize > 1<<31-1 {
 		cfg.ConnWindowSize = 1<<31 - 1
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = prefaceTimeout
 	}
 	if cfg.MaxReadFrameSize < defaultMaxFrame {
 		cfg.MaxReadFrameSize = defaultMaxFrame

@@ -18,7 +18,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -118,7 +120,7 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 		ctx:        ctx,
 		cancel:     cancel,
 		br:         bufio.NewReaderSize(nc, 16<<10),
-		bw:         bufio.NewWriterSize(nc, 64<<10),
+		bw:         bufio.NewWriterSize(sendClock{nc, cfg.SendTimeout}, 64<<10),
 		streams:    make(map[uint32]*stream),
 		sendWin:    flow.NewSend(initialWindowRFC),
 		recvWin:    flow.NewRecv(initialWindowRFC),
@@ -146,7 +148,11 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	}
 	c.resets = newResetLimiter(max(100, 2*int(cfg.MaxConcurrentStreams)), time.Second)
 
-	c.rsrc = &readErrs{r: c.br}
+	var src io.Reader = c.br
+	if !client {
+		src = &headerClock{r: c.br, nc: nc, limit: cfg.HeaderTimeout}
+	}
+	c.rsrc = &readErrs{r: src}
 	c.rfr = http2.NewFramer(nil, c.rsrc)
 	c.rfr.SetReuseFrames()
 	c.rfr.SetMaxReadFrameSize(cfg.MaxReadFrameSize)
@@ -453,4 +459,23 @@ func (t *traceWriter) Write(p []byte) (int, error) {
 		t.trace(Sent, f)
 	}
 	return t.w.Write(p)
+}
+
+// sendClock puts SendTimeout's deadline on every socket write, so a peer
+// that stops reading ends the connection instead of blocking its writer.
+type sendClock struct {
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (w sendClock) Write(p []byte) (int, error) {
+	if w.timeout <= 0 {
+		return w.nc.Write(p)
+	}
+	w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+	n, err := w.nc.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("h2: the peer read nothing for %v (send timeout): %w", w.timeout, err)
+	}
+	return n, err
 }

@@ -107,7 +107,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 }
 
 func (c *Conn) readPreface() error {
-	c.nc.SetReadDeadline(time.Now().Add(prefaceTimeout))
+	c.nc.SetReadDeadline(time.Now().Add(c.cfg.HeaderTimeout))
 	defer c.nc.SetReadDeadline(time.Time{})
 	buf := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(c.br, buf); err != nil {

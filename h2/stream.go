@@ -2,10 +2,12 @@ package h2
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"github.com/shunt-net/shunt/h2/internal/flow"
 	"github.com/shunt-net/shunt/h2/internal/prio"
@@ -285,9 +287,16 @@ func (c *Conn) writeBody(st *stream, p []byte, release bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(p) > 0 {
+		var stop func()
 		for st.send.err == nil && st.send.q.Len() >= maxPendingSend {
+			if stop == nil && c.cfg.SendTimeout > 0 {
+				stop = c.watchSendLocked(st)
+			}
 			st.send.waiting = true
 			st.sendCond.Wait()
+		}
+		if stop != nil {
+			stop()
 		}
 		if st.send.err != nil {
 			return st.send.err
@@ -300,6 +309,27 @@ func (c *Conn) writeBody(st *stream, p []byte, release bool) error {
 		}
 	}
 	return nil
+}
+
+// watchSendLocked resets st if the peer takes none of its body for
+// SendTimeout while its writer waits (no WINDOW_UPDATE: a stalled reader).
+func (c *Conn) watchSendLocked(st *stream) (stop func()) {
+	sent := st.send.sent
+	var t *time.Timer
+	t = time.AfterFunc(c.cfg.SendTimeout, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case st.send.err != nil || st.state == stateClosed:
+		case st.send.sent != sent:
+			sent = st.send.sent
+			t.Reset(c.cfg.SendTimeout)
+		default:
+			c.queueControlLocked(wframe{kind: wRST, id: st.id, val: uint32(http2.ErrCodeCancel)})
+			c.closeStreamLocked(st, fmt.Errorf("h2: stream %d: the peer took none of the body for %v (send timeout, window %d)", st.id, c.cfg.SendTimeout, st.sendWin.Avail()))
+		}
+	})
+	return func() { t.Stop() }
 }
 
 // releaseLocked makes all queued bytes sendable and schedules the stream.

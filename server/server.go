@@ -27,11 +27,17 @@ import (
 )
 
 const (
-	// handshakeTimeout bounds the TLS handshake and the cleartext sniff, so a
-	// client that connects and says nothing does not hold a goroutine.
-	handshakeTimeout  = 10 * time.Second
-	readHeaderTimeout = 10 * time.Second
-	h1IdleTimeout     = 2 * time.Minute
+	// DefaultHeaderTimeout bounds the TLS handshake, the cleartext sniff,
+	// an HTTP/1.1 request's header and HTTP/2's preface and header blocks,
+	// so a client that connects and says nothing, or trickles its headers
+	// (slowloris), does not hold a goroutine.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultSendTimeout is how long an HTTP/2 peer may take none of what
+	// it is sent (no read, no WINDOW_UPDATE) before the stream or the
+	// connection is dropped; above an MP-H2 client's stall timeout (2 min),
+	// so a path's outage that the client waits out is waited out here too.
+	DefaultSendTimeout = 150 * time.Second
+	h1IdleTimeout      = 2 * time.Minute
 )
 
 // Server serves HTTP/1.1 and HTTP/2 (h2 over TLS, h2c) on one listener.
@@ -59,6 +65,15 @@ type Server struct {
 	NotSentLowat int    // TCP_NOTSENT_LOWAT per socket in bytes; 0 = system default
 
 	ErrorLog *log.Logger // nil: the log package's standard logger
+
+	// HeaderTimeout is what a client gets to say what it wants: TLS
+	// handshake, first bytes, HTTP/1.1 request header, HTTP/2 preface and
+	// each header block; 0 means DefaultHeaderTimeout. An H2 whose
+	// Config.HeaderTimeout is set keeps its own.
+	HeaderTimeout time.Duration
+	// SendTimeout is h2.Config.SendTimeout for H2 (unless it sets one);
+	// 0 means DefaultSendTimeout, negative none.
+	SendTimeout time.Duration
 
 	initOnce sync.Once
 	initErr  error
@@ -176,10 +191,22 @@ func (s *Server) init(addr net.Addr) error {
 			s.initErr = errors.New("server: Handler is nil")
 			return
 		}
+		if s.HeaderTimeout <= 0 {
+			s.HeaderTimeout = DefaultHeaderTimeout
+		}
 		if s.H2 == nil {
 			s.H2 = &h2.Server{Handler: s.Handler}
 		} else if s.H2.Handler == nil {
 			s.H2.Handler = s.Handler
+		}
+		if s.H2.Config.HeaderTimeout == 0 {
+			s.H2.Config.HeaderTimeout = s.HeaderTimeout
+		}
+		if s.SendTimeout == 0 {
+			s.SendTimeout = DefaultSendTimeout
+		}
+		if s.H2.Config.SendTimeout == 0 && s.SendTimeout > 0 {
+			s.H2.Config.SendTimeout = s.SendTimeout
 		}
 		if s.TLS {
 			if s.tlsConf, s.initErr = s.makeTLSConfig(addr); s.initErr != nil {
@@ -192,7 +219,7 @@ func (s *Server) init(addr net.Addr) error {
 		s.h1ln = newChanListener(addr)
 		s.h1 = &http.Server{
 			Handler:           http.HandlerFunc(s.serveHTTP1),
-			ReadHeaderTimeout: readHeaderTimeout,
+			ReadHeaderTimeout: s.HeaderTimeout,
 			IdleTimeout:       h1IdleTimeout,
 			ErrorLog:          s.ErrorLog,
 			Protocols:         new(http.Protocols),
@@ -257,7 +284,7 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 	}
 	if s.TLS {
 		tc := tls.Server(c, s.tlsConf)
-		hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+		hctx, cancel := context.WithTimeout(ctx, s.HeaderTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
@@ -272,7 +299,7 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 		}
 		return
 	}
-	isH2, head, err := sniff(c, time.Now().Add(handshakeTimeout))
+	isH2, head, err := sniff(c, time.Now().Add(s.HeaderTimeout))
 	if errors.Is(err, errRequestLineTooLong) {
 		refuseHTTP1(c, "414 URI Too Long", "request line longer than 8 KiB")
 	}

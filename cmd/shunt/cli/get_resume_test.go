@@ -220,3 +220,31 @@ func TestGetResumeChangedFile(t *testing.T) {
 	tally.Count(faults.Failed)
 	t.Logf("failed clearly: %v", err)
 }
+
+// TestGetStalledServerH2: a server that sends part of a body and then
+// nothing (no DATA, its connection alive): shunt get's idle timeout fires
+// over h2c and h2 with SMig, the retries do not mask it, and no file is
+// left.
+func TestGetStalledServerH2(t *testing.T) {
+	gen, err := content.NewHandler("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := faults.New(t)
+	for _, args := range [][]string{{"--h2c"}, {"--h2c", "--smig", "nomig"}} {
+		s := &dyingServer{t: t, addr: "127.0.0.1:0", smig: len(args) > 1, h: gen, after: 1 << 20, sent: make(chan struct{})}
+		s.start()
+		out := filepath.Join(t.TempDir(), "obj")
+		tally.Interrupted()
+		_, stderr, err := runGetTest(t, append(args, "--idle-timeout", "300ms", "-o", out, "http://"+s.addr+"/gen/8MiB")...)
+		s.kill()
+		if err == nil || !strings.Contains(err.Error(), "--idle-timeout") || strings.Contains(stderr, "resuming") {
+			t.Errorf("%v: %v, want the idle timeout and no resume\n%s", args, err, stderr)
+		}
+		if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+			t.Errorf("%v: a stalled download left %s", args, out)
+		}
+		tally.Count(faults.Failed)
+		t.Logf("%v: failed clearly: %v", args, err)
+	}
+}

@@ -4,12 +4,17 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"expvar"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/content"
@@ -23,7 +28,7 @@ const shutdownGrace = 5 * time.Second
 
 var serveCmd = &Command{
 	Name:  "serve",
-	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY]",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY] [--header-timeout D] [--send-timeout D] [--debug-addr HOST:PORT]",
 	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
 }
 
@@ -47,6 +52,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
 	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
+	headerTimeout := fs.Duration("header-timeout", server.DefaultHeaderTimeout, "close a connection whose TLS handshake, HTTP/1.1 request header, or HTTP/2 preface or header block takes longer than `DURATION` (slow headers, slowloris)")
+	sendTimeout := fs.Duration("send-timeout", server.DefaultSendTimeout, "drop an HTTP/2 stream whose client takes none of its body (no WINDOW_UPDATE), or a connection it does not read, for `DURATION`")
+	debugAddr := fs.String("debug-addr", "", "serve the process's figures on `HOST:PORT` (/debug/vars: goroutines, memory; /debug/pprof/), for soak tests")
 	smigFlag := fs.String("smig", "", "enable SMig stream migration with `POLICY`: nomig, migsw[:BYTES], migsp[:BYTES] (nomig still serves clients that migrate)")
 	pf := addPageFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +68,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *cert != "" && !*useTLS {
 		return errors.New("--cert and --key need --tls")
+	}
+	if *sendTimeout <= 0 {
+		return fmt.Errorf("--send-timeout %v: want a positive duration", *sendTimeout)
+	}
+	if *headerTimeout <= 0 {
+		return fmt.Errorf("--header-timeout %v: want a positive duration", *headerTimeout)
 	}
 	if *lowat < 0 {
 		return fmt.Errorf("--notsent-lowat %d: must not be negative", *lowat)
@@ -96,17 +110,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}()
 	}
 	s := &server.Server{
-		H2:           h2srv,
-		WrapTLS:      wrapTLS,
-		Addr:         listenAddr,
-		Handler:      handler,
-		TLS:          *useTLS,
-		CertFile:     *cert,
-		KeyFile:      *key,
-		MPTCP:        *mptcp,
-		CC:           *cc,
-		NotSentLowat: *lowat,
-		ErrorLog:     log.New(stderr, "", log.LstdFlags),
+		H2:            h2srv,
+		WrapTLS:       wrapTLS,
+		Addr:          listenAddr,
+		Handler:       handler,
+		TLS:           *useTLS,
+		CertFile:      *cert,
+		KeyFile:       *key,
+		MPTCP:         *mptcp,
+		CC:            *cc,
+		NotSentLowat:  *lowat,
+		ErrorLog:      log.New(stderr, "", log.LstdFlags),
+		HeaderTimeout: *headerTimeout,
+		SendTimeout:   *sendTimeout,
+	}
+	if *debugAddr != "" {
+		stop, err := serveDebug(*debugAddr, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	ln, err := s.Listen(ctx)
 	if err != nil {
@@ -155,3 +178,28 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// serveDebug serves expvar (with the goroutine count) and pprof on addr, on
+// a listener of their own, so no request to the content server reaches them.
+func serveDebug(addr string, stderr io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	publishGoroutines.Do(func() {
+		expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: server.DefaultHeaderTimeout}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "debug: http://%s/debug/vars\n", ln.Addr())
+	return func() { srv.Close() }, nil
+}
+
+var publishGoroutines sync.Once
