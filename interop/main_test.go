@@ -71,6 +71,7 @@ func needTools(t *testing.T, names ...string) {
 type shuntServer struct {
 	base string // scheme://host:port
 	addr string
+	pid  int
 	// stop stops the server (once; cleanup calls it too) and returns what
 	// it wrote on stderr, complete only once it has exited.
 	stop func() string
@@ -155,7 +156,7 @@ func startListening(t *testing.T, scheme string, args ...string) *shuntServer {
 			t.Logf("shunt %s stderr:\n%s", strings.Join(args, " "), stderr)
 		}
 	})
-	return &shuntServer{base: base, addr: addr, stop: stop}
+	return &shuntServer{base: base, addr: addr, pid: cmd.Process.Pid, stop: stop}
 }
 
 // writeRandom writes n random bytes to dir/name and returns them.
