@@ -100,8 +100,8 @@ func sweep(t *testing.T, yaml string) []*experiment.Record {
 			continue
 		}
 		// h2load's sockets are its own; loopback has no emulator.
-		if rec.Protocol.Driver != "h2load" && (rec.Sock.CC != "cubic" || rec.Sock.MPTCP) {
-			t.Errorf("run %s/%s: client socket %+v, want cubic without MPTCP", rec.Protocol.Name, rec.Object.Name, rec.Sock)
+		if rec.Protocol.Driver != "h2load" && (rec.Sock.CC != "cubic" || rec.Sock.MPTCP != (rec.Protocol.Params["mptcp"] == "true")) {
+			t.Errorf("run %s/%s: client socket %+v, want cubic, MPTCP only if asked for", rec.Protocol.Name, rec.Object.Name, rec.Sock)
 		}
 		if rec.Condition.Topology != "loopback" && rec.EmulatorCPU <= 0 {
 			t.Errorf("run %s/%s: emulator CPU %v not measured", rec.Protocol.Name, rec.Object.Name, rec.EmulatorCPU)

@@ -41,6 +41,7 @@ protocols:
   - {name: redundant, driver: replay, params: {policy: redundant-urgent, expensive: exp, schedule: browser}}
   - {name: mph2, driver: replay, params: {policy: mph2, expensive: exp, schedule: browser}}
   - {name: exp-alone, driver: replay, params: {path: exp, schedule: browser}}
+  - {name: mptcp, driver: replay, params: {mptcp: "true", expensive: exp, schedule: browser}}
 objects:
   - {name: google}
 `)
@@ -60,6 +61,14 @@ objects:
 			t.Errorf("%s: plt %v dcl %v last_urgent %v", rec.Protocol.Name, m["plt"], m["dcl"], m["last_urgent"])
 		}
 		if rec.Protocol.Name == "exp-alone" {
+			continue
+		}
+		t.Logf("%s: plt %.3f s, dcl %.3f s, expensive %.1f %%, received cheap %v exp %v", rec.Protocol.Name, m["plt"], m["dcl"], m["expensive_pct"], c["received_cheap"], c["received_exp"])
+		if rec.Protocol.Name == "mptcp" {
+			// Both subflows' TCP payload: the page, TLS and HTTP/2 framing.
+			if got := c["received_cheap"] + c["received_exp"]; got < float64(pg.TotalSize()) || got > 1.2*float64(pg.TotalSize()) || !(m["expensive_pct"] > 0) {
+				t.Errorf("mptcp: subflows received %v (page %d), expensive %v %%", got, pg.TotalSize(), m["expensive_pct"])
+			}
 			continue
 		}
 		if used := c["used_cheap"] + c["used_exp"]; used != float64(pg.TotalSize()) {

@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
 	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/internal/sockctl"
 	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
@@ -131,21 +135,17 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(len(paths)),
 		"redundant": float64(st.Redundant), "second_won": float64(st.SecondWon), "tails": float64(st.Tails), "tail_won": float64(st.TailWon),
 		"wasted_body": float64(st.Wasted)}
-	var received, onExpensive int64
+	received := map[string]int64{}
 	for _, p := range st.Paths {
-		counts["received_"+p.Name] = float64(p.Received)
+		received[p.Name] = p.Received
 		counts["used_"+p.Name] = float64(p.Used)
 		counts["requests_"+p.Name] = float64(p.Requests)
-		received += p.Received
-		if slices.Contains(exp, p.Name) {
-			onExpensive += p.Received
-		}
 	}
-	counts["dup_bytes"] = float64(received - res.Bytes)
-	if received > 0 {
-		metrics["expensive_pct"] = 100 * float64(onExpensive) / float64(received)
+	if total := s.pathShares(received, metrics, counts); res.Bytes > 0 {
+		// DATA payload is body bytes: anything beyond the page is waste.
+		counts["dup_bytes"] = float64(total - res.Bytes)
+		metrics["dup_pct"] = 100 * float64(total-res.Bytes) / float64(res.Bytes)
 	}
-	metrics["dup_pct"] = 100 * float64(received-res.Bytes) / float64(res.Bytes)
 	label := "h2-mp-" + s.cfg.Policy
 	if pol != nil {
 		label = "h2-mp-" + pol.Name
@@ -187,4 +187,61 @@ func pageMetrics(pg *page.Page, r *replay.Result) map[string]float64 {
 		m["urgent_p95"] = times[int(math.Ceil(0.95*float64(len(times))))-1] // nearest rank
 	}
 	return m
+}
+
+// pathShares records each path's received bytes (DATA for the multipath
+// rows, TCP payload per subflow for MPTCP, TLS and HTTP/2 framing
+// included) and the expensive paths' share (expensive_pct), and returns the
+// total.
+func (s *Session) pathShares(received map[string]int64, metrics, counts map[string]float64) int64 {
+	var total, onExpensive int64
+	for name, n := range received {
+		counts["received_"+name] = float64(n)
+		total += n
+		if slices.Contains(s.cfg.expensive(), name) {
+			onExpensive += n
+		}
+	}
+	if total > 0 && s.cfg.Expensive != "" {
+		metrics["expensive_pct"] = 100 * float64(onExpensive) / float64(total)
+	}
+	return total
+}
+
+// subflowConns are the MPTCP connections of a load, to read their
+// subflows' bytes.
+type subflowConns struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (m *subflowConns) add(c net.Conn) {
+	m.mu.Lock()
+	m.conns = append(m.conns, c)
+	m.mu.Unlock()
+}
+
+// received is the TCP payload each path's subflows received, by the
+// subflows' local addresses (a subflow from no path's address counts as
+// "other").
+func (m *subflowConns) received(paths []experiment.PathInfo) (map[string]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int64{}
+	for _, c := range m.conns {
+		var sfs []sockctl.Subflow
+		if err := sockctl.ConnControl(c, func(fd int) (err error) { sfs, err = sockctl.MPTCPSubflowBytes(fd); return err }); err != nil {
+			return nil, fmt.Errorf("mptcp subflows: %w", err)
+		}
+		for _, sf := range sfs {
+			name := "other"
+			for _, p := range paths {
+				if a, err := netip.ParseAddr(p.ClientAddr); err == nil && a == sf.Local {
+					name = p.Name
+				}
+			}
+			out[name] += int64(sf.Received)
+		}
+	}
+	return out, nil
 }

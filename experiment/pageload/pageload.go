@@ -63,8 +63,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.proto", c.Proto, "policy and mptcp need proto h2 without smig")
 	case c.Policy != "" && (c.MPTCP || c.Path != ""):
 		return experiment.Errorf("params.policy", c.Policy, "a policy uses every path: no mptcp or path beside it")
-	case c.Expensive != "" && c.Policy == "":
-		return experiment.Errorf("params.expensive", c.Expensive, "costs matter only to a policy")
+	case c.Expensive != "" && c.Policy == "" && !c.MPTCP:
+		return experiment.Errorf("params.expensive", c.Expensive, "costs matter only to a policy (and to MPTCP's byte shares)")
 	}
 	if _, err := c.policy(); err != nil {
 		return &experiment.FieldError{Field: "params.policy", Value: c.Policy, Err: err}
@@ -277,6 +277,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if s.cfg.Policy != "" {
 		return s.runMultipath(ctx, pg)
 	}
+	var mptcp subflowConns
 	cfg, err := s.cfg.fetchConfig()
 	if err != nil {
 		return experiment.Result{}, err
@@ -287,7 +288,11 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		so.Source = s.cfg.source(s.net.Paths())
 		client := s.net.Client()
 		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return client.DialContext(ctx, network, addr, so)
+			c, err := client.DialContext(ctx, network, addr, so)
+			if err == nil && s.cfg.MPTCP {
+				mptcp.add(c)
+			}
+			return c, err
 		}
 		cfg.ListenUDP = func() (net.PacketConn, error) { return listenPacketIn(client, "udp", ":0") }
 	} else {
@@ -298,6 +303,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		return experiment.Result{}, err
 	}
 	res, err := replay.Run(ctx, pg, f, replay.Options{Compute: s.cfg.Compute})
+	var perPath map[string]int64
+	if err == nil && s.cfg.MPTCP {
+		perPath, err = mptcp.received(s.net.Paths()) // before Close ends the subflows
+	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		return experiment.Result{}, err
 	}
@@ -305,9 +314,12 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	metrics := pageMetrics(pg, res)
+	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())}
+	s.pathShares(perPath, metrics, counts)
 	return experiment.Result{
-		Metrics: pageMetrics(pg, res),
-		Counts:  map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())},
+		Metrics: metrics,
+		Counts:  counts,
 		Info:    map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "schedule": f.Config().Schedule, "load": string(load), "sizes_from": sizesFrom(pg)},
 		Sock:    so,
 	}, nil

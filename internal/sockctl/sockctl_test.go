@@ -1,7 +1,9 @@
 package sockctl
 
 import (
+	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -79,5 +81,46 @@ func TestMPTCPSubflows(t *testing.T) {
 	defer plain.Close()
 	if err := ConnControl(plain, func(fd int) error { _, err := MPTCPSubflows(fd); return err }); err == nil {
 		t.Error("MPTCPSubflows of a plain TCP socket: no error")
+	}
+}
+
+// TestMPTCPSubflowBytes sends 100000 bytes over a loopback MPTCP connection
+// and finds them received on its one subflow, from 127.0.0.1.
+func TestMPTCPSubflowBytes(t *testing.T) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const size = 100000
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		s.Write(make([]byte, size))
+	}()
+	var d net.Dialer
+	d.SetMultipathTCP(true)
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if on, _ := c.(*net.TCPConn).MultipathTCP(); !on {
+		t.Skip("MPTCP not available in this kernel (the connection fell back to TCP)")
+	}
+	if _, err := io.ReadFull(c, make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	var sfs []Subflow
+	if err := ConnControl(c, func(fd int) (err error) { sfs, err = MPTCPSubflowBytes(fd); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(sfs) != 1 || sfs[0].Received != size || sfs[0].Local != netip.MustParseAddr("127.0.0.1") {
+		t.Errorf("subflows %+v, want one from 127.0.0.1 with %d bytes", sfs, size)
 	}
 }
