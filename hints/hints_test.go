@@ -341,3 +341,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// "fast" compares the paths' minimum RTTs: the 20 ms path whose PINGs
+// queued behind its own burst (smoothed 120 ms) is still the fast one.
+func TestFastUsesMinRTT(t *testing.T) {
+	paths := twoPaths()
+	paths[0].MinRTT = 80 * time.Millisecond
+	paths[1].RTT, paths[1].MinRTT = 120*time.Millisecond, 20*time.Millisecond
+	if d := mustPreset(t, "urgent-fast").Decide(Hint{Style, 17000, 0}, paths, t0); d.Path != 1 {
+		t.Errorf("path %d, want 1", d.Path)
+	}
+	paths[1].MinRTT = 0 // unknown: the smoothed RTT counts
+	if d := mustPreset(t, "urgent-fast").Decide(Hint{Style, 17000, 0}, paths, t0); d.Path != 0 {
+		t.Errorf("no minimum: path %d, want 0", d.Path)
+	}
+}

@@ -14,9 +14,13 @@ type PathState struct {
 	Up        bool
 	DialStart time.Time
 	RTT       time.Duration // smoothed PING (or handshake) RTT; 0 unknown
-	Bandwidth float64       // bytes/s; 0 unknown
-	Loss      float64       // fraction of packets lost (0..1)
-	Cost      float64       // cost per byte (any unit: only the order matters)
+	// MinRTT is the lowest RTT seen (0 unknown): the path's latency without
+	// the queue its own transfers build, which "fast" compares, so a fast
+	// path that just carried a burst is not taken for a slow one.
+	MinRTT    time.Duration
+	Bandwidth float64 // bytes/s; 0 unknown
+	Loss      float64 // fraction of packets lost (0..1)
+	Cost      float64 // cost per byte (any unit: only the order matters)
 	// Sent is the body bytes already put on the path in this load
 	// (requested, counting known sizes), for budgets.
 	Sent int64
@@ -113,6 +117,9 @@ func pick(pref string, h Hint, paths []PathState, now time.Time, skip int, over 
 		switch pref {
 		case Fast:
 			key = float64(ps.rtt(now))
+			if ps.MinRTT > 0 {
+				key = float64(ps.MinRTT)
+			}
 		case Cheap:
 			// Cost first; among equal costs the faster path.
 			key = ps.Cost*1e12 + float64(ps.rtt(now))/1e3

@@ -27,7 +27,7 @@ import (
 //
 // The path state the policy sees is measured: the RTT from the TCP
 // handshake, then HTTP/2 PINGs every PingInterval (smoothed as MP-H2's
-// estimator); the bandwidth from the DATA a busy path received per PING
+// estimator, and the minimum); the bandwidth from the DATA a busy path received per PING
 // interval; the loss from the kernel's count of segments that arrived out
 // of order (TCP_INFO tcpi_rcv_ooopack over tcpi_segs_in: what a receiver
 // sees of loss); the cost per byte from Cost.
@@ -53,6 +53,7 @@ type hintedPath struct {
 	pc        *pathConn
 	dialStart time.Time
 	rtt       *estimate.RTT
+	minRTT    time.Duration
 	bw        float64
 	loss      float64
 	sent      int64 // body bytes placed on the path (for budgets)
@@ -148,6 +149,7 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
 	}
 	h.mu.Lock()
 	hp.rtt.Add(hp.pc.connect)
+	hp.minRTT = hp.pc.connect
 	h.mu.Unlock()
 	last, lastAt := hp.pc.received(), time.Now()
 	for {
@@ -162,6 +164,7 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
 		h.mu.Lock()
 		if err == nil {
 			hp.rtt.Add(rtt)
+			hp.minRTT = min(hp.minRTT, rtt)
 		}
 		if lerr == nil {
 			hp.loss = loss
@@ -189,14 +192,14 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
 func (h *Hinted) states() []hints.PathState {
 	ps := make([]hints.PathState, len(h.paths))
 	for i, hp := range h.paths {
-		s := hints.PathState{Name: h.stats.Paths[i].Name, DialStart: hp.dialStart, Bandwidth: hp.bw, Loss: hp.loss, Sent: hp.sent, Queued: hp.queued}
+		s := hints.PathState{Name: h.stats.Paths[i].Name, DialStart: hp.dialStart, MinRTT: hp.minRTT, Bandwidth: hp.bw, Loss: hp.loss, Sent: hp.sent, Queued: hp.queued}
 		s.RTT, s.Up = hp.rtt.Estimate()
 		if h.Cost != nil {
 			s.Cost = h.Cost[i]
 		}
 		if hp.pc.dead() {
 			// A failed path is never preferred: an RTT no live path reaches.
-			s.Up, s.RTT = false, time.Hour
+			s.Up, s.RTT, s.MinRTT = false, time.Hour, time.Hour
 		}
 		ps[i] = s
 	}

@@ -21,7 +21,7 @@ func TestHintsParamErrors(t *testing.T) {
 	})
 }
 
-// TestHintsOverTestbed loads Google's page over a two-path network (cheap
+// TestHintsOverTestbed loads Google's and Siteadvisor's pages over a two-path network (cheap
 // 80 ms, expensive 20 ms RTT) with a hinted policy, redundancy and MP-H2,
 // and over the expensive path alone: every object is checked by the
 // fetchers, the byte counts must add up and land where the policy says.
@@ -44,18 +44,23 @@ protocols:
   - {name: mptcp, driver: replay, params: {mptcp: "true", expensive: exp, schedule: browser}}
 objects:
   - {name: google}
+  - {name: siteadvisor}
 `)
-	pg, err := page.Load(mustPageFile(t, "google"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var urgent int64
-	for i, h := range hints.FromPage(pg) {
-		if h.Urgent() {
-			urgent += pg.Objects[i].Size
+	pages, urgents := map[string]*page.Page{}, map[string]int64{}
+	for _, name := range []string{"google", "siteadvisor"} {
+		pg, err := page.Load(mustPageFile(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[name] = pg
+		for i, h := range hints.FromPage(pg) {
+			if h.Urgent() {
+				urgents[name] += pg.Objects[i].Size
+			}
 		}
 	}
 	for _, rec := range recs {
+		pg, urgent := pages[rec.Object.Name], urgents[rec.Object.Name]
 		c, m := rec.Counts, rec.Metrics
 		if !(m["dcl"] > 0.020 && m["dcl"] <= m["plt"] && m["last_urgent"] <= m["dcl"]) {
 			t.Errorf("%s: plt %v dcl %v last_urgent %v", rec.Protocol.Name, m["plt"], m["dcl"], m["last_urgent"])
@@ -63,7 +68,7 @@ objects:
 		if rec.Protocol.Name == "exp-alone" {
 			continue
 		}
-		t.Logf("%s: plt %.3f s, dcl %.3f s, expensive %.1f %%, received cheap %v exp %v", rec.Protocol.Name, m["plt"], m["dcl"], m["expensive_pct"], c["received_cheap"], c["received_exp"])
+		t.Logf("%s/%s: plt %.3f s, dcl %.3f s, expensive %.1f %%, received cheap %v exp %v", rec.Object.Name, rec.Protocol.Name, m["plt"], m["dcl"], m["expensive_pct"], c["received_cheap"], c["received_exp"])
 		if rec.Protocol.Name == "mptcp" {
 			// Both subflows' TCP payload: the page, TLS and HTTP/2 framing.
 			if got := c["received_cheap"] + c["received_exp"]; got < float64(pg.TotalSize()) || got > 1.2*float64(pg.TotalSize()) || !(m["expensive_pct"] > 0) {
