@@ -25,6 +25,11 @@ var presets = map[string]string{
 	// cancelled (only those up to 64 KB: a copy of a large script costs
 	// more than it saves); the bulk on the cheap path.
 	"redundant-urgent": "urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\n* -> path=cheap",
+	// The second as a hedge: an urgent response of up to 64 KB is asked for
+	// again (its rest, by Range) on the other path only once that path
+	// would deliver the rest sooner than the response's own, which a stall
+	// (loss recovery) makes it; no copy of responses that flow.
+	"hedge-urgent": "urgent size<=64KB -> path=fast tail=64KB\nurgent -> path=fast\n* -> path=cheap",
 	// The third: urgent-fast, and the last 32 KB of a bulk response of
 	// 100 KB or more asked for again on the other path when that would
 	// deliver them sooner.
