@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,9 +104,13 @@ type download struct {
 	suspended   []time.Duration
 	progress    time.Time // the last time any path delivered body bytes
 	ignored     bool
-	written     int64
-	told        bool // OnResponse called
-	done        bool
+	// validator is the first 200/206's strong ETag (else Last-Modified) and
+	// the path it came on: every range must come from that version.
+	validator     string
+	validatorPath int
+	written       int64
+	told          bool // OnResponse called
+	done          bool
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -267,6 +272,9 @@ func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
 	if err := d.checkRange(st, res.StatusCode, ev); err != nil {
 		return d.refuse(now, st.path, err)
 	}
+	if err := d.checkVersion(st.path, res); err != nil {
+		return d.refuse(now, st.path, err)
+	}
 	if res.StatusCode == http.StatusOK && (st.start > 0 || st.end >= 0) {
 		d.ignored = true
 	}
@@ -308,6 +316,29 @@ func (d *download) checkRange(st *stream, status int, ev event) error {
 		if ranged && d.c.Paths[st.path].Budget > 0 {
 			return fmt.Errorf("200 to a ranged request: the whole body could overrun the path's budget of %d bytes", d.c.Paths[st.path].Budget)
 		}
+	}
+	return nil
+}
+
+// checkVersion refuses a response of another version of the object than
+// the first one's (a server restarted with a new file, multi-homed mirrors
+// out of step): its bytes would be spliced with the others' unnoticed.
+func (d *download) checkVersion(p int, res *http.Response) error {
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusPartialContent {
+		return nil
+	}
+	v := res.Header.Get("ETag")
+	if v == "" || strings.HasPrefix(v, "W/") {
+		v = res.Header.Get("Last-Modified")
+	}
+	switch {
+	case v == "":
+		return nil
+	case d.validator == "":
+		d.validator, d.validatorPath = v, p
+		return nil
+	case v != d.validator:
+		return fmt.Errorf("another version of the object: validator %s, path %s's was %s", v, d.pathName(d.validatorPath), d.validator)
 	}
 	return nil
 }
