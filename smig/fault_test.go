@@ -2,6 +2,7 @@ package smig
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 
 	"fmt"
@@ -65,9 +66,9 @@ func (g *gatedConn) release() {
 	g.mu.Unlock()
 }
 
-// startFaultServer serves /gen over h2c with SMig policy p; every accepted
-// connection is recorded in fn.
-func startFaultServer(t *testing.T, p Policy, fn *faultNet) (string, *Server) {
+// startFaultServer serves /gen over h2c (or TLS, with tlsCfg) with SMig
+// policy p; every accepted connection is recorded in fn, below TLS.
+func startFaultServer(t *testing.T, p Policy, fn *faultNet, tlsCfg ...*tls.Config) (string, *Server) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,11 @@ func startFaultServer(t *testing.T, p Policy, fn *faultNet) (string, *Server) {
 	}
 	s := &Server{Policy: p, Logf: t.Logf}
 	srv := &h2.Server{Handler: s.Wrap(cont), Config: s.Config(h2.Config{})}
+	scheme := "http"
+	var tc *tls.Config
+	if len(tlsCfg) > 0 {
+		scheme, tc = "https", s.TLSConfig(tlsCfg[0])
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -90,7 +96,18 @@ func startFaultServer(t *testing.T, p Policy, fn *faultNet) (string, *Server) {
 			fn.mu.Lock()
 			fn.server[nc.RemoteAddr().String()] = g
 			fn.mu.Unlock()
-			wg.Go(func() { srv.ServeConn(ctx, g, nil) })
+			wg.Go(func() {
+				var nc net.Conn = g
+				if tc != nil {
+					sc := tls.Server(g, tc)
+					if sc.HandshakeContext(ctx) != nil {
+						g.Close()
+						return
+					}
+					nc = sc
+				}
+				srv.ServeConn(ctx, nc, nil)
+			})
 		}
 	})
 	t.Cleanup(func() {
@@ -104,7 +121,7 @@ func startFaultServer(t *testing.T, p Policy, fn *faultNet) (string, *Server) {
 		cancel()
 		wg.Wait()
 	})
-	return "http://" + ln.Addr().String(), s
+	return scheme + "://" + ln.Addr().String(), s
 }
 
 func (fn *faultNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -132,70 +149,80 @@ func (fn *faultNet) conn(t *testing.T, i int) (client net.Conn, server *gatedCon
 // TestMigrationFaults kills a connection in the middle of a migration: the
 // original or the pooled one, closed by the client or by the server, at
 // the moment the server moves the response and once the rest is flowing
-// on the pooled connection. Each download must complete with every byte
+// on the pooled connection, over h2c and TLS. Each download must complete with every byte
 // checked (h2.Resume asks for the rest with Range + If-Range) or, without
 // resuming, fail with an error; never end short without one.
 func TestMigrationFaults(t *testing.T) {
 	const size = 32 << 20
 	url := fmt.Sprintf("/gen/%d", size)
 	tally := faults.New(t)
-	for _, resume := range []bool{true, false} {
-		for _, which := range []int{0, 1} {
-			for _, side := range []string{"client", "server"} {
-				for _, when := range []string{"at the move", "after 4 MiB"} {
-					name := fmt.Sprintf("resume=%v/%s conn/%s side/%s", resume, [...]string{"original", "pooled"}[which], side, when)
-					t.Run(name, func(t *testing.T) {
-						fn := &faultNet{server: map[string]*gatedConn{}}
-						base, srv := startFaultServer(t, Policy{Kind: MigSP, Threshold: 256 << 10}, fn)
-						tr := &Transport{AllowHTTP: true, DialContext: fn.dial, Logf: t.Logf}
-						defer tr.CloseIdleConnections()
-						fetch(t, tr, base+"/gen/1000", 1000)
-						waitBound(t, tr)
-						rt := &h2.Resume{Transport: tr, Backoff: 10 * time.Millisecond}
-						if !resume {
-							rt.Retries = -1
-						}
-						ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-						defer cancel()
-						req, _ := http.NewRequestWithContext(ctx, "GET", base+url, nil)
-						res, err := rt.RoundTrip(req)
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer res.Body.Close()
-						var head []byte
-						if when == "at the move" {
-							// The client reads nothing yet: the server sends
-							// 256 KiB on the original connection, then moves.
-							for srv.Stats().Migrations.Load() == 0 && ctx.Err() == nil {
-								time.Sleep(time.Millisecond)
+	srvTLS, cliTLS := tlsPair(t, tls.VersionTLS13)
+	for _, useTLS := range []bool{false, true} {
+		for _, resume := range []bool{true, false} {
+			for _, which := range []int{0, 1} {
+				for _, side := range []string{"client", "server"} {
+					for _, when := range []string{"at the move", "after 4 MiB"} {
+						name := fmt.Sprintf("tls=%v/resume=%v/%s conn/%s side/%s", useTLS, resume, [...]string{"original", "pooled"}[which], side, when)
+						t.Run(name, func(t *testing.T) {
+							fn := &faultNet{server: map[string]*gatedConn{}}
+							var base string
+							var srv *Server
+							tr := &Transport{AllowHTTP: true, DialContext: fn.dial, Logf: t.Logf}
+							if useTLS {
+								base, srv = startFaultServer(t, Policy{Kind: MigSP, Threshold: 256 << 10}, fn, srvTLS.Clone())
+								tr.TLSClientConfig = cliTLS.Clone()
+							} else {
+								base, srv = startFaultServer(t, Policy{Kind: MigSP, Threshold: 256 << 10}, fn)
 							}
-						} else {
-							head = make([]byte, 4<<20)
-							if _, err := io.ReadFull(res.Body, head); err != nil {
-								t.Fatalf("first 4 MiB: %v", err)
+							defer tr.CloseIdleConnections()
+							fetch(t, tr, base+"/gen/1000", 1000)
+							waitBound(t, tr)
+							rt := &h2.Resume{Transport: tr, Backoff: 10 * time.Millisecond}
+							if !resume {
+								rt.Retries = -1
 							}
-							if tr.Stats().Migrated.Load() == 0 {
-								t.Fatal("4 MiB read and the response has not moved")
+							ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+							defer cancel()
+							req, _ := http.NewRequestWithContext(ctx, "GET", base+url, nil)
+							res, err := rt.RoundTrip(req)
+							if err != nil {
+								t.Fatal(err)
 							}
-						}
-						c, s := fn.conn(t, which)
-						tally.Interrupted()
-						if side == "client" {
-							c.Close()
-						} else {
-							s.Close()
-						}
-						o, n, err := tally.Read(io.MultiReader(&bytesReader{head}, res.Body), faults.Gen(size, 0))
-						switch {
-						case o == faults.Corrupt:
-							t.Fatalf("corrupt after %d bytes: %v", n, err)
-						case resume && o != faults.Verified:
-							t.Errorf("with resume: failed after %d bytes: %v", n, err)
-						case o == faults.Failed:
-							t.Logf("failed clearly after %d bytes: %v", n, err)
-						}
-					})
+							defer res.Body.Close()
+							var head []byte
+							if when == "at the move" {
+								// The client reads nothing yet: the server sends
+								// 256 KiB on the original connection, then moves.
+								for srv.Stats().Migrations.Load() == 0 && ctx.Err() == nil {
+									time.Sleep(time.Millisecond)
+								}
+							} else {
+								head = make([]byte, 4<<20)
+								if _, err := io.ReadFull(res.Body, head); err != nil {
+									t.Fatalf("first 4 MiB: %v", err)
+								}
+								if tr.Stats().Migrated.Load() == 0 {
+									t.Fatal("4 MiB read and the response has not moved")
+								}
+							}
+							c, s := fn.conn(t, which)
+							tally.Interrupted()
+							if side == "client" {
+								c.Close()
+							} else {
+								s.Close()
+							}
+							o, n, err := tally.Read(io.MultiReader(&bytesReader{head}, res.Body), faults.Gen(size, 0))
+							switch {
+							case o == faults.Corrupt:
+								t.Fatalf("corrupt after %d bytes: %v", n, err)
+							case resume && o != faults.Verified:
+								t.Errorf("with resume: failed after %d bytes: %v", n, err)
+							case o == faults.Failed:
+								t.Logf("failed clearly after %d bytes: %v", n, err)
+							}
+						})
+					}
 				}
 			}
 		}

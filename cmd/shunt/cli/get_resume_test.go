@@ -97,7 +97,7 @@ func (w *stallAfter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // TestGetResumesAfterServerRestart: the server dies 4 MiB into a 32 MiB
 // download and comes back; shunt get asks for the rest with Range +
 // If-Range and the file is whole (length and SHA-256 checked), over
-// HTTP/1.1, h2c, h2 over TLS and SMig. With --retries 0 the same break is
+// HTTP/1.1, h2c, h2 over TLS and SMig (h2c and TLS). With --retries 0 the same break is
 // a clear error and no file is written; a resource that changed while the
 // server was down fails too.
 func TestGetResumesAfterServerRestart(t *testing.T) {
@@ -116,6 +116,7 @@ func TestGetResumesAfterServerRestart(t *testing.T) {
 		{"h2c", false, false, []string{"--h2c"}},
 		{"h2 tls", true, false, []string{"--insecure"}},
 		{"smig h2c", false, true, []string{"--h2c", "--smig", "nomig"}},
+		{"smig tls", true, true, []string{"--insecure", "--smig", "nomig"}},
 		{"h2c no retries", false, false, []string{"--h2c", "--retries", "0"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
