@@ -300,3 +300,32 @@ func TestParsePath(t *testing.T) {
 		t.Errorf("mapped target %q, want 10.1.0.1:443", got)
 	}
 }
+
+func TestParseBudget(t *testing.T) {
+	path, n, err := ParseBudget("lte=20MB")
+	if err != nil || path != "lte" || n != 20e6 {
+		t.Fatalf("ParseBudget(lte=20MB) = %q, %d, %v", path, n, err)
+	}
+	for _, bad := range []string{"lte", "=1MB", "lte=", "lte=0", "lte=-1", "lte=x"} {
+		if _, _, err := ParseBudget(bad); err == nil {
+			t.Errorf("ParseBudget(%q): no error", bad)
+		}
+	}
+}
+
+// FuzzParseBudget: what parses formats to text that parses the same.
+func FuzzParseBudget(f *testing.F) {
+	for _, s := range []string{"lte=20MB", "10.0.0.1=1KiB", "a=b=3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		path, n, err := ParseBudget(s)
+		if err != nil {
+			return
+		}
+		p2, n2, err := ParseBudget(FormatBudget(path, n))
+		if err != nil || p2 != path || n2 != n {
+			t.Fatalf("%q -> %q -> %q %d %v; want %q %d", s, FormatBudget(path, n), p2, n2, err, path, n)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package mph2
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // Handover with a working primary is the primary alone: the standby sends
@@ -344,5 +347,35 @@ func TestPinningChecked(t *testing.T) {
 		if err := p.check(context.Background(), "198.51.100.7:9"); err != nil {
 			t.Errorf("routed path %+v: %v", p, err)
 		}
+	}
+}
+
+// Over TLS the first request follows the handshake at once. Package h2
+// reckons a stream opened before the server's SETTINGS ACK from the RFC's
+// initial window while the server applies ours: every stream whose credit
+// was given exactly to its end stalled 49151 bytes short against nginx.
+// The client now exchanges a PING first; the download completes.
+func TestTLSFirstRequestWindows(t *testing.T) {
+	if err := peers.Available(peers.Nginx); err != nil {
+		t.Skipf("skipping: %v (bash scripts/setup installs nginx)", err)
+	}
+	dir := t.TempDir()
+	const size = 2_000_000
+	f, err := os.Create(filepath.Join(dir, "obj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, content.NewGenerated(size)); err != nil || f.Close() != nil {
+		t.Fatal(err)
+	}
+	p, err := peers.Start(context.Background(), peers.Nginx, peers.Options{Root: dir, Addr: "127.0.0.1:0", TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	for _, o := range []Options{{}, {Size: size}} {
+		c := &Client{TLSConfig: &tls.Config{InsecureSkipVerify: true}, Paths: []Path{loopPath("a", 0, 0), loopPath("b", 0, 0)}}
+		fetchAll(t, c, p.URL("/obj"), size, o)
+		c.Close()
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/shunt-net/shunt/content"
 )
 
 // Path is one way to the server: an interface, a source address, or a dial
@@ -140,3 +144,20 @@ func cutLast(s string, sep byte) (before, after string, found bool) {
 	}
 	return s, "", false
 }
+
+// ParseBudget reads a path's byte budget, PATH=SIZE (content.ParseSize's
+// sizes, positive).
+func ParseBudget(s string) (path string, n int64, err error) {
+	path, size, ok := strings.Cut(s, "=")
+	if !ok || path == "" {
+		return "", 0, fmt.Errorf("budget %q: want PATH=SIZE", s)
+	}
+	n, err = content.ParseSize(size)
+	if err != nil || n <= 0 {
+		return "", 0, fmt.Errorf("budget %q: want a positive size after =", s)
+	}
+	return path, n, nil
+}
+
+// FormatBudget writes a budget in ParseBudget's syntax.
+func FormatBudget(path string, n int64) string { return path + "=" + strconv.FormatInt(n, 10) }

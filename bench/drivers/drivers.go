@@ -10,6 +10,7 @@ import (
 	"github.com/shunt-net/shunt/experiment/download"
 	"github.com/shunt-net/shunt/experiment/h2load"
 	"github.com/shunt-net/shunt/experiment/mpdownload"
+	"github.com/shunt-net/shunt/experiment/mptools"
 	"github.com/shunt-net/shunt/experiment/pageload"
 	"github.com/shunt-net/shunt/experiment/viaproxy"
 	"github.com/shunt-net/shunt/experiment/video"
@@ -20,6 +21,7 @@ var Table = bench.Drivers{
 	"http":     download.Kind.Driver(),
 	"tcp":      bulk.Kind.Driver(),
 	"mph2":     mpdownload.Kind.Driver(),
+	"mptools":  mptools.Kind.Driver(),
 	"replay":   pageload.Replay.Driver(),
 	"chromium": pageload.Chromium.Driver(),
 	"h2load":   h2load.Kind.Driver(),

@@ -100,7 +100,8 @@ func sweep(t *testing.T, yaml string) []*experiment.Record {
 			continue
 		}
 		// h2load's sockets are its own; loopback has no emulator.
-		if rec.Protocol.Driver != "h2load" && (rec.Sock.CC != "cubic" || rec.Sock.MPTCP != (rec.Protocol.Params["mptcp"] == "true")) {
+		asked := rec.Protocol.Params["mptcp"] == "true" || rec.Protocol.Params["tool"] == "mptcp"
+		if rec.Protocol.Driver != "h2load" && (rec.Sock.CC != "cubic" || rec.Sock.MPTCP != asked) {
 			t.Errorf("run %s/%s: client socket %+v, want cubic, MPTCP only if asked for", rec.Protocol.Name, rec.Object.Name, rec.Sock)
 		}
 		if rec.Condition.Topology != "loopback" && rec.EmulatorCPU <= 0 {

@@ -501,36 +501,11 @@ func awaitSubflow(ctx context.Context, c net.Conn, timeout time.Duration) error 
 	}
 }
 
-// restartLinks re-applies every link direction of the condition that has a
-// trace, so its schedule starts now (restart_links), with mahimahi traces
-// rotated to start rep x trace_shift in. It returns the offsets used.
+// restartLinks restarts the condition's traced links for the timed
+// download (restart_links), rep x trace_shift into mahimahi traces.
 func (s *Session) restartLinks(rep int) (map[string]string, error) {
 	if !s.p.RestartLinks {
 		return nil, nil
 	}
-	ls, ok := s.env.Net.(experiment.LinkSetter)
-	if !ok {
-		return nil, fmt.Errorf("restart_links: the network of condition %s cannot replace links", s.env.Condition.Name)
-	}
-	info := map[string]string{}
-	for _, p := range s.env.Condition.Paths {
-		for dir, l := range map[string]experiment.LinkSpec{"up": p.Up, "down": p.Down} {
-			if l.Trace == "" {
-				continue
-			}
-			ref, err := netem.ParseTraceRef(l.Trace)
-			if err != nil {
-				return nil, err
-			}
-			if !ref.Step && s.p.TraceShift > 0 {
-				ref.Offset += time.Duration(rep) * s.p.TraceShift
-				l.Trace = ref.String()
-				info["trace_offset_"+p.Name+"_"+dir] = ref.Offset.String()
-			}
-			if err := ls.SetLink(p.Name, dir, l); err != nil {
-				return nil, fmt.Errorf("restart_links: path %s %s: %w", p.Name, dir, err)
-			}
-		}
-	}
-	return info, nil
+	return origin.RestartTraces(s.env, rep, s.p.TraceShift)
 }

@@ -45,14 +45,14 @@ func Start(ctx context.Context, h experiment.Host, name, root, addr string, useT
 	case "shunt":
 		return startShunt(h, root, addr, useTLS, logw, x)
 	case peers.Nginx, peers.H2O:
-		return startPeer(ctx, h, name, root, addr, useTLS)
+		return startPeer(ctx, h, name, root, addr, useTLS, x)
 	}
 	return nil, fmt.Errorf("unknown server %q (want shunt, nginx or h2o)", name)
 }
 
 // startPeer runs nginx or h2o in h's namespace. They cannot set the
 // congestion control per socket, so it is made the namespace's default.
-func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, useTLS bool) (*Server, error) {
+func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, useTLS bool, x Extras) (*Server, error) {
 	ver, err := peers.Version(name)
 	if err != nil {
 		return nil, err
@@ -68,6 +68,14 @@ func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, 
 	// h.Command's argv minus the command: the namespace prefix (ip netns exec NS).
 	probe := h.Command(ctx, "true")
 	prefix := probe.Args[:len(probe.Args)-1]
+	if x.MPTCP {
+		// Neither server opens MPTCP sockets by itself: mptcpize (Debian's
+		// mptcpd) makes its socket(2) calls ask for IPPROTO_MPTCP.
+		if err := peers.Available("mptcpize"); err != nil {
+			return nil, errors.Join(err, restore())
+		}
+		prefix = append(slices.Clip(prefix), "mptcpize", "run")
+	}
 	p, err := peers.Start(ctx, name, peers.Options{Root: root, Addr: addr, TLS: useTLS, Prefix: prefix})
 	if err != nil {
 		return nil, errors.Join(err, restore())
@@ -77,8 +85,12 @@ func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, 
 		Info:  map[string]string{"server": ver, "server_cc": nsCC + " (namespace default)"}}, nil
 }
 
-// Extras are shunt-only server options (nginx and h2o have neither).
+// Extras are server options beyond the defaults; all but MPTCP are
+// shunt-only (nginx and h2o have neither).
 type Extras struct {
+	// MPTCP makes the listener an MPTCP one (which still accepts plain TCP):
+	// shunt's per socket, nginx's and h2o's by running them under mptcpize.
+	MPTCP        bool
 	SMig         *smig.Server // SMig on the HTTP/2 engine; nil: plain HTTP/2
 	NotSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
 }
@@ -93,12 +105,12 @@ func startShunt(h experiment.Host, root, addr string, useTLS bool, logw io.Write
 		return nil, err
 	}
 	logger := log.New(logw, "shunt server: ", log.LstdFlags)
-	srv := &server.Server{Handler: hd, TLS: useTLS, CC: CC, NotSentLowat: x.NotSentLowat, ErrorLog: logger}
+	srv := &server.Server{Handler: hd, TLS: useTLS, CC: CC, NotSentLowat: x.NotSentLowat, MPTCP: x.MPTCP, ErrorLog: logger}
 	if x.SMig != nil {
 		x.SMig.Logf = logger.Printf
 		srv.H2 = &h2.Server{Handler: x.SMig.Wrap(hd), Config: x.SMig.Config(h2.Config{})}
 	}
-	ln, err := h.Listen("tcp", addr, experiment.SockOpts{CC: CC, NotSentLowat: x.NotSentLowat})
+	ln, err := h.Listen("tcp", addr, experiment.SockOpts{CC: CC, NotSentLowat: x.NotSentLowat, MPTCP: x.MPTCP})
 	if err != nil {
 		hd.Close()
 		return nil, err

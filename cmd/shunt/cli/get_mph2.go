@@ -48,13 +48,9 @@ func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
 		"or interactive (each download whole on the path expected to finish first)")
 	fs.DurationVar(&m.handoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `DURATION`")
 	fs.Func("budget", "receive at most SIZE bytes on path PATH (repeatable), `PATH=SIZE`, e.g. lte=20MB; PATH is the --path's interface or address", func(v string) error {
-		name, size, ok := strings.Cut(v, "=")
-		if !ok || name == "" {
-			return fmt.Errorf("--budget %q: want PATH=SIZE", v)
-		}
-		n, err := content.ParseSize(size)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--budget %q: want a positive size after =", v)
+		name, n, err := mph2.ParseBudget(v)
+		if err != nil {
+			return err
 		}
 		if m.budgets == nil {
 			m.budgets = map[string]int64{}

@@ -1,0 +1,426 @@
+// Package mptools is issue 14's comparison of MP-H2 with the multipath
+// download tools people use today (driver "mptools"): one object fetched
+// over a two-path network from nginx, h2o or shunt's server (TLS, so each
+// client speaks what it can: h2 by ALPN for MP-H2 and curl, HTTP/1.1 for
+// aria2 and axel), every download checked by length and SHA-256.
+package mptools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/multipath"
+	"github.com/shunt-net/shunt/peers"
+)
+
+// Config says which tool fetches the object and what happens to the paths:
+//
+//	tool=mph2   package mph2 in this process over every path (source
+//	            addresses), mode=aggregate|handover|interactive,
+//	            budget=PATH=SIZE; a fresh client per run, so its time
+//	            includes the TCP and TLS handshakes as the tools' do
+//	tool=aria2  aria2c --multiple-interface=ADDR,... -x conns -s conns
+//	            -k 1M (aria2's smallest piece: objects under 2 MB are not
+//	            split)
+//	tool=axel   axel -n conns with every path's address in its config's
+//	            interfaces (connections round-robin over them)
+//	tool=curl   curl --interface on path=NAME's address
+//	tool=mptcp  curl run by mptcpize (Debian's mptcpd) from the first
+//	            path's address against a server listening with MPTCP (run
+//	            by mptcpize too); the testbed's endpoint adds the second
+//	            subflow
+//
+// outages=PATH@START[+LEN],... cut outages into the links once the timed
+// download starts: from START on, for LEN (to the end of the run without
+// one), both directions of PATH lose every packet; traced links are
+// restarted at the start and taken up where they would be, so the outage
+// is a gap cut into the trace. restart_links=true restarts traced links at
+// the start without outages; trace_shift rotates mahimahi traces rep x
+// that far in.
+//
+// Metrics: time, from starting the tool (the process, or mph2's Download)
+// to its end, the file complete. Counts: bytes, and for mph2 per path what
+// mph2.Counts records (bytes, received, budget, switches, ...).
+type Config struct {
+	Tool         string           `param:"tool" enum:"mph2,aria2,axel,curl,mptcp" help:"the client"`
+	Server       string           `param:"server" enum:"nginx,h2o,shunt" help:"the server, with TLS"`
+	Path         string           `param:"path" help:"tool curl: the path"`
+	Mode         string           `param:"mode" enum:"aggregate,handover,interactive" help:"tool mph2: how the paths are used"`
+	Budget       string           `param:"budget" help:"tool mph2: PATH=SIZE, at most SIZE bytes on PATH"`
+	Conns        int              `param:"conns" help:"tools aria2 (-x, -s) and axel (-n): connections"`
+	Outages      string           `param:"outages" help:"PATH@START[+LEN],...: outages cut into the links after the timed start"`
+	RestartLinks bool             `param:"restart_links" help:"restart traced links at the timed start"`
+	TraceShift   time.Duration    `param:"trace_shift" help:"start mahimahi traces rep x this far in"`
+	HandoverAft  time.Duration    `param:"handover_after" help:"tool mph2, mode handover: the stall that moves to the next path"`
+	CC           string           `param:"cc" help:"congestion control of the client namespace (the tools') and of mph2's sockets"`
+	MinSplit     experiment.Bytes `param:"min_split" help:"tool aria2: -k (its minimum is 1M)"`
+}
+
+// DefaultConfig is MP-H2 aggregating both paths from nginx.
+func DefaultConfig() Config {
+	return Config{Tool: "mph2", Server: peers.Nginx, Mode: "aggregate", Conns: 16, CC: origin.CC, MinSplit: 1 << 20,
+		HandoverAft: multipath.DefaultHandoverAfter}
+}
+
+// Validate checks the options together.
+func (c Config) Validate() error {
+	switch {
+	case c.Tool == "curl" && c.Path == "":
+		return experiment.Errorf("params.path", "", "tool curl needs path=NAME")
+	case c.Tool != "curl" && c.Path != "":
+		return experiment.Errorf("params.path", c.Path, "only tool curl uses one path")
+	case c.Tool != "mph2" && (c.Mode != "aggregate" || c.Budget != ""):
+		return experiment.Errorf("params.tool", c.Tool, "mode and budget are tool mph2's")
+	case c.Conns < 1 || (c.Tool == "aria2" && c.Conns > 16):
+		return experiment.Errorf("params.conns", strconv.Itoa(c.Conns), "want 1..16 (aria2's -x limit)")
+	case c.MinSplit < 1<<20:
+		return experiment.Errorf("params.min_split", strconv.FormatInt(int64(c.MinSplit), 10), "aria2's -k is at least 1M")
+	case c.TraceShift < 0:
+		return experiment.Errorf("params.trace_shift", c.TraceShift.String(), "want a positive duration")
+	case c.HandoverAft <= 0:
+		return experiment.Errorf("params.handover_after", c.HandoverAft.String(), "want a positive duration")
+	}
+	if c.Budget != "" {
+		if _, _, err := mph2.ParseBudget(c.Budget); err != nil {
+			return experiment.Errorf("params.budget", c.Budget, "%v", err)
+		}
+	}
+	if _, err := ParseOutages(c.Outages); err != nil {
+		return experiment.Errorf("params.outages", c.Outages, "%v", err)
+	}
+	return nil
+}
+
+// Kind is the experiment of driver "mptools".
+var Kind = experiment.Kind[Config, *Session]{
+	Name:        "mptools",
+	Default:     DefaultConfig,
+	CheckObject: func(_ Config, o experiment.Object) error { return origin.CheckSizeOnly("mptools", o) },
+	Start:       Start,
+}
+
+// Session fetches from one condition's server.
+type Session struct {
+	c       Config
+	env     *experiment.Env
+	origin  *origin.Server
+	outages []Outage
+	tool    string // the tool's binary (external tools)
+	info    map[string]string
+	undo    func() error
+}
+
+// Start checks the tool and the paths, writes the objects, starts the
+// server in the (first) server namespace and makes cc the client
+// namespace's default (the tools cannot set it per socket).
+func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error) {
+	s := &Session{c: c, env: env, undo: func() error { return nil }, info: map[string]string{}}
+	s.outages, _ = ParseOutages(c.Outages) // checked by Validate
+	names := map[string]bool{}
+	for _, p := range env.Net.Paths() {
+		names[p.Name] = true
+	}
+	for _, o := range s.outages {
+		if !names[o.Path] {
+			return nil, &experiment.FieldError{Field: "params.outages", Value: c.Outages, Err: fmt.Errorf("no path %s in condition %s", o.Path, env.Condition.Name)}
+		}
+	}
+	if c.Path != "" && !names[c.Path] {
+		return nil, &experiment.FieldError{Field: "params.path", Value: c.Path, Err: fmt.Errorf("no such path in condition %s", env.Condition.Name)}
+	}
+	if c.Budget != "" {
+		if name, _, _ := mph2.ParseBudget(c.Budget); !names[name] {
+			return nil, &experiment.FieldError{Field: "params.budget", Value: c.Budget, Err: fmt.Errorf("no path %s in condition %s", name, env.Condition.Name)}
+		}
+	}
+	switch c.Tool {
+	case "mph2":
+		s.info["client"] = "shunt mph2 (" + c.Mode + ", in-process)"
+	default:
+		bin := map[string]string{"aria2": "aria2c", "axel": "axel", "curl": "curl", "mptcp": "curl"}[c.Tool]
+		ver, err := peers.Version(bin)
+		if err != nil {
+			return nil, err
+		}
+		s.tool, s.info["client"] = bin, ver
+		if c.Tool == "mptcp" {
+			mv, err := peers.Version("mptcpize")
+			if err != nil {
+				return nil, err
+			}
+			s.info["client"] += " under " + mv
+		}
+	}
+	if err := origin.WriteObjects(env.Dir, env.Objects); err != nil {
+		return nil, err
+	}
+	var err error
+	s.origin, err = origin.Start(ctx, env.Net.Servers()[0], c.Server, env.Dir, origin.Addr(env.Net, env.Port), true, env.Log, origin.Extras{MPTCP: c.Tool == "mptcp"})
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range s.origin.Info {
+		s.info[k] = v
+	}
+	client := env.Net.Client()
+	if s.undo, err = origin.SetNamespaceCC(client, c.CC); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	if cc, err := origin.NamespaceCC(client); err == nil {
+		s.info["client_cc"] = cc + " (the client namespace's default)"
+	}
+	return s, nil
+}
+
+func (s *Session) Info() map[string]string { return s.info }
+
+// Close stops the server and restores the namespace's CC.
+func (s *Session) Close() error {
+	var errs []error
+	errs = append(errs, s.undo())
+	if s.origin != nil {
+		errs = append(errs, s.origin.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run downloads the object once, with the condition's outages, and checks
+// it by length and SHA-256.
+func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
+	sz, err := origin.ParseSizes(r.Object)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	url := "https://" + s.origin.Addr + origin.ObjectPath(sz.Size)
+	file := filepath.Join(s.env.Dir, "dl", fmt.Sprintf("%s-%d", r.Object.Name, r.Rep))
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return experiment.Result{}, err
+	}
+	defer os.Remove(file)
+	info := map[string]string{}
+	// The links' schedules start with the download.
+	if s.c.RestartLinks || len(s.outages) > 0 {
+		offs, err := origin.RestartTraces(s.env, r.Rep, s.c.TraceShift)
+		if err != nil {
+			return experiment.Result{}, err
+		}
+		for k, v := range offs {
+			info[k] = v
+		}
+	}
+	shift := time.Duration(r.Rep) * s.c.TraceShift
+	cut := s.cutOutages(shift)
+	start := time.Now()
+	var res experiment.Result
+	if s.c.Tool == "mph2" {
+		res, err = s.runMPH2(ctx, url, file, sz.Size)
+	} else {
+		err = s.runTool(ctx, url, file)
+	}
+	elapsed := time.Since(start)
+	if cerr := cut(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := checkFile(file, sz.Size); err != nil {
+		return res, fmt.Errorf("%s: %w", s.c.Tool, err)
+	}
+	if res.Metrics == nil {
+		res.Metrics, res.Counts = map[string]float64{}, map[string]float64{"bytes": float64(sz.Size)}
+	}
+	res.Metrics["time"] = elapsed.Seconds()
+	if res.Info == nil {
+		res.Info = map[string]string{}
+	}
+	for k, v := range info {
+		res.Info[k] = v
+	}
+	if len(s.outages) > 0 {
+		res.Info["outages"] = s.c.Outages
+	}
+	res.Sock = experiment.SockOpts{CC: s.c.CC, MPTCP: s.c.Tool == "mptcp"}
+	return res, nil
+}
+
+// cutOutages applies the outages on timers from now; the returned function
+// stops them and puts every path back as the condition has it, so the next
+// run starts on working links.
+func (s *Session) cutOutages(shift time.Duration) func() error {
+	if len(s.outages) == 0 {
+		return func() error { return nil }
+	}
+	var mu sync.Mutex
+	var errs []error
+	var timers []*time.Timer
+	set := func(path string, at time.Duration, dead bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := origin.SetPath(s.env, path, shift+at, dead); err != nil {
+			errs = append(errs, fmt.Errorf("outage on %s at %v: %w", path, at, err))
+		}
+	}
+	for _, o := range s.outages {
+		timers = append(timers, time.AfterFunc(o.Start, func() { set(o.Path, o.Start, true) }))
+		if o.Len > 0 {
+			timers = append(timers, time.AfterFunc(o.Start+o.Len, func() { set(o.Path, o.Start+o.Len, false) }))
+		}
+	}
+	return func() error {
+		for _, t := range timers {
+			t.Stop()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range s.outages {
+			if err := origin.SetPath(s.env, o.Path, 0, false); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+func (s *Session) addrs() []string {
+	var a []string
+	for _, p := range s.env.Net.Paths() {
+		a = append(a, p.ClientAddr)
+	}
+	return a
+}
+
+func (s *Session) addrOf(name string) string {
+	for _, p := range s.env.Net.Paths() {
+		if p.Name == name {
+			return p.ClientAddr
+		}
+	}
+	return ""
+}
+
+// runTool runs the external tool in the client namespace, writing file.
+func (s *Session) runTool(ctx context.Context, url, file string) error {
+	var args []string
+	var env []string
+	switch s.c.Tool {
+	case "aria2":
+		n := strconv.Itoa(s.c.Conns)
+		args = []string{"aria2c", "--multiple-interface=" + strings.Join(s.addrs(), ","), "-x", n, "-s", n,
+			"-k", strconv.FormatInt(int64(s.c.MinSplit), 10), "--check-certificate=false",
+			"--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
+			"--console-log-level=warn", "--summary-interval=0", "--download-result=hide",
+			"-d", filepath.Dir(file), "-o", filepath.Base(file), url}
+	case "axel":
+		// axel reads its interfaces from ~/.axelrc only.
+		home := filepath.Join(filepath.Dir(file), "axel-home")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return err
+		}
+		rc := "interfaces = " + strings.Join(s.addrs(), " ") + "\n"
+		if err := os.WriteFile(filepath.Join(home, ".axelrc"), []byte(rc), 0o644); err != nil {
+			return err
+		}
+		env = []string{"HOME=" + home}
+		args = []string{"axel", "-q", "-k", "-n", strconv.Itoa(s.c.Conns), "-o", file, url}
+		os.Remove(file + ".st")
+		defer os.Remove(file + ".st")
+	case "curl":
+		args = []string{"curl", "-sS", "--fail", "-k", "--interface", s.addrOf(s.c.Path), "-o", file, url}
+	case "mptcp":
+		args = []string{"mptcpize", "run", "curl", "-sS", "--fail", "-k", "--interface", s.env.Net.Paths()[0].ClientAddr, "-o", file, url}
+	}
+	cmd := s.env.Net.Client().Command(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, tail(out.String()))
+	}
+	return nil
+}
+
+// tail is the end of a tool's output, for an error.
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 600 {
+		s = "..." + s[len(s)-600:]
+	}
+	return s
+}
+
+// runMPH2 downloads with a fresh mph2.Client over every path into file.
+func (s *Session) runMPH2(ctx context.Context, url, file string, size int64) (experiment.Result, error) {
+	mode, _ := multipath.ParseMode(s.c.Mode) // checked by the enum
+	c := &mph2.Client{Mode: mode, HandoverAfter: s.c.HandoverAft, TLSConfig: &tls.Config{InsecureSkipVerify: true}}
+	budgetPath, budget := "", int64(0)
+	if s.c.Budget != "" {
+		budgetPath, budget, _ = mph2.ParseBudget(s.c.Budget)
+	}
+	client := s.env.Net.Client()
+	for _, pi := range s.env.Net.Paths() {
+		p := mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: s.c.CC, Source: pi.ClientAddr})
+		}}
+		if pi.Name == budgetPath {
+			p.Budget = budget
+		}
+		c.Paths = append(c.Paths, p)
+	}
+	defer c.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	defer f.Close()
+	res, err := c.Download(ctx, url, f, mph2.Options{})
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	if res.Size != size {
+		return experiment.Result{}, fmt.Errorf("mph2 wrote %d bytes, want %d", res.Size, size)
+	}
+	out := experiment.Result{Metrics: map[string]float64{}, Counts: mph2.Counts(res), Info: map[string]string{}}
+	for _, p := range res.Paths {
+		out.Info["proto_"+p.Name] = p.Proto
+		if p.Down {
+			out.Info["down_"+p.Name] = p.Err
+		}
+	}
+	return out, f.Close()
+}
+
+// checkFile compares the downloaded file with the generated object by
+// length and SHA-256.
+func checkFile(file string, size int64) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return err
+	}
+	if want := content.Digest(size); n != size || [32]byte(h.Sum(nil)) != want {
+		return fmt.Errorf("%s: %d bytes, SHA-256 %x; want %d bytes, %x", file, n, h.Sum(nil), size, want)
+	}
+	return nil
+}
