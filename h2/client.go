@@ -303,9 +303,10 @@ func (cc *ClientConn) roundTrip(req *http.Request, opts StreamOptions, reserved 
 		c.mu.Unlock()
 		return nil, retryableError{fmt.Errorf("h2: connection to %v is going away", c.nc.RemoteAddr())}
 	}
-	if opts.ReceiveWindow != 0 && opts.ReceiveWindow < c.ourInitial {
+	initial := c.sentInitial()
+	if opts.ReceiveWindow != 0 && opts.ReceiveWindow < initial {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("h2: stream receive window %d below the connection's initial window %d; lower it with Conn.SetInitialWindowSize", opts.ReceiveWindow, c.ourInitial)
+		return nil, fmt.Errorf("h2: stream receive window %d below the connection's initial window %d; lower it with Conn.SetInitialWindowSize", opts.ReceiveWindow, initial)
 	}
 	// RFC 9113 6.5.2: the peer said how large a header list it takes; a
 	// larger one would only be refused (431, or the connection torn down).
@@ -340,8 +341,8 @@ func (cc *ClientConn) roundTrip(req *http.Request, opts StreamOptions, reserved 
 		st.send.end, st.send.endSent = true, true
 		c.localClosedLocked(st)
 	}
-	if opts.ReceiveWindow > c.ourInitial {
-		if inc := st.recvWin.Grow(opts.ReceiveWindow - c.ourInitial); inc > 0 {
+	if opts.ReceiveWindow > initial {
+		if inc := st.recvWin.Grow(opts.ReceiveWindow - initial); inc > 0 {
 			c.queueLocked(wframe{kind: wWindowUpdate, id: id, val: inc})
 		}
 	}

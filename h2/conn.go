@@ -69,6 +69,8 @@ type Conn struct {
 	encTableChanged bool
 	ourInitial      uint32   // our acknowledged SETTINGS_INITIAL_WINDOW_SIZE
 	unacked         []uint32 // INITIAL_WINDOW_SIZE of each SETTINGS sent, not yet acked
+	settingsSent    int      // SETTINGS frames queued so far
+	settingsAcked   int      // of them, acknowledged
 	peerMaxStream   uint32   // highest stream ID the peer opened
 	nextStreamID    uint32   // next stream ID we open
 	activePeer      int      // open streams the peer initiated
@@ -194,6 +196,7 @@ func (c *Conn) initialSettings() {
 	s = append(s, c.cfg.ExtraSettings...)
 	c.mu.Lock()
 	c.unacked = append(c.unacked, c.cfg.InitialWindowSize)
+	c.settingsSent++
 	c.queueLocked(wframe{kind: wSettings, settings: s})
 	if inc := c.recvWin.Grow(c.cfg.ConnWindowSize - initialWindowRFC); inc > 0 {
 		c.queueLocked(wframe{kind: wWindowUpdate, val: inc})
@@ -411,8 +414,19 @@ func (c *Conn) SetInitialWindowSize(n uint32) error {
 		return ErrConnClosed
 	}
 	c.unacked = append(c.unacked, n)
+	c.settingsSent++
 	c.queueLocked(wframe{kind: wSettings, settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: n}}})
 	return nil
+}
+
+// sentInitial is the SETTINGS_INITIAL_WINDOW_SIZE we sent last. The peer
+// reads our SETTINGS before the HEADERS of a stream we open after them, so
+// it gives such a stream this window, acknowledged or not.
+func (c *Conn) sentInitial() uint32 {
+	if n := len(c.unacked); n > 0 {
+		return c.unacked[n-1]
+	}
+	return c.ourInitial
 }
 
 // GoAway starts a graceful shutdown: GOAWAY(NO_ERROR) naming the last stream

@@ -158,3 +158,32 @@ func TestExtensionFramesAndSettings(t *testing.T) {
 		t.Fatal("WriteExtensionFrame accepted a DATA frame")
 	}
 }
+
+// A stream opened before the server has acknowledged our SETTINGS gets the
+// window of those SETTINGS: the server reads them before the stream's
+// HEADERS. Reckoned from the RFC's 65535 instead, a 16 KiB initial window
+// left the server's view 49151 bytes short of the credit given, and a
+// download credited exactly to its end never finished (mph2 over TLS).
+func TestManualWindowBeforeSettingsAck(t *testing.T) {
+	synctest.Test(t, testManualWindowBeforeSettingsAck)
+}
+
+func testManualWindowBeforeSettingsAck(t *testing.T) {
+	tr := pipeTransport(t, testHandler(), Config{InitialWindowSize: 16384})
+	tr.Config = Config{InitialWindowSize: 16384}
+	req, _ := http.NewRequest("GET", "http://pipe/gen/1000000", nil)
+	res, err := tr.RoundTripOpts(req, StreamOptions{ReceiveWindow: 100000, ManualWindow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	s := StreamOf(res)
+	settledAt(t, s, 100000)
+	if err := s.GrowWindow(1000000 - 100000); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(res.Body)
+	if err != nil || len(rest) != 1000000 {
+		t.Fatalf("body: %d bytes, %v; want 1000000", len(rest), err)
+	}
+}

@@ -249,10 +249,15 @@ func (c *Conn) onSettings(f *http2.SettingsFrame) error {
 		}
 		next := c.unacked[0]
 		c.unacked = c.unacked[1:]
+		c.settingsAcked++
 		if delta := int64(next) - int64(c.ourInitial); delta != 0 {
 			c.ourInitial = next
 			for _, st := range c.streams {
-				st.recvWin.Shift(delta)
+				// A stream of ours opened after these SETTINGS were queued
+				// started from their window already (sentInitial).
+				if !(st.ours && st.settingsSeq >= c.settingsAcked) {
+					st.recvWin.Shift(delta)
+				}
 			}
 		}
 		return nil

@@ -33,6 +33,9 @@ type stream struct {
 	id    uint32
 	state streamState
 	ours  bool // we initiated it (client request or server push)
+	// settingsSeq is how many of our SETTINGS were queued when we opened
+	// the stream: its receive window already counts those (sentInitial).
+	settingsSeq int
 	prio  prio.Priority
 
 	send     sendSide
@@ -107,6 +110,10 @@ func (c *Conn) newStream(id uint32, ours bool) *stream {
 		sendWin: flow.NewSend(c.peer.initialWindow),
 		recvWin: flow.NewRecv(c.ourInitial),
 		declLen: -1,
+	}
+	if ours {
+		st.recvWin = flow.NewRecv(c.sentInitial())
+		st.settingsSeq = c.settingsSent
 	}
 	st.sendCond.L = &c.mu
 	st.recvCond.L = &c.mu

@@ -186,29 +186,17 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		nc.Close()
 		return err
 	}
-	// A PING before the first request: for h2c it shows the server speaks
-	// HTTP/2; for every connection its answer comes after the server's ACK
-	// of our SETTINGS, so package h2 reckons new streams' receive windows
-	// from our SETTINGS_INITIAL_WINDOW_SIZE, as the server does. Before the
-	// ACK it reckons from the RFC's 65535 while the server already applies
-	// flowInitialWindow: a stream whose credit is given exactly (to its
-	// range's end) then stalls 49151 bytes short (seen with nginx over TLS,
-	// where no probe came first).
-	pctx, cancel := context.WithTimeout(ctx, c.pathTimeout())
-	_, err = cc.Conn().Ping(pctx)
-	cancel()
-	switch {
-	case err == nil:
-	case u.Scheme == "http" && c.Proto == "" && !(errors.Is(err, context.DeadlineExceeded) && !pc.lastFrame().IsZero()):
-		cc.Close()
-		pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
-		return nil
-	case errors.Is(err, context.DeadlineExceeded) && !pc.lastFrame().IsZero():
+	if u.Scheme == "http" && c.Proto == "" {
 		// A server that sent any valid frame speaks HTTP/2 even if the PING
 		// ACK is late: it may queue behind other traffic on a loaded link.
-	default:
-		cc.Close()
-		return fmt.Errorf("PING after the handshake with %s: %w", addr, err)
+		pctx, cancel := context.WithTimeout(ctx, c.pathTimeout())
+		_, err := cc.Conn().Ping(pctx)
+		cancel()
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && !pc.lastFrame().IsZero()) {
+			cc.Close()
+			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
+			return nil
+		}
 	}
 	pc.h2 = cc
 	return nil

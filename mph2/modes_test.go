@@ -350,11 +350,11 @@ func TestPinningChecked(t *testing.T) {
 	}
 }
 
-// Over TLS the first request follows the handshake at once. Package h2
-// reckons a stream opened before the server's SETTINGS ACK from the RFC's
-// initial window while the server applies ours: every stream whose credit
-// was given exactly to its end stalled 49151 bytes short against nginx.
-// The client now exchanges a PING first; the download completes.
+// Over TLS the first request follows the handshake at once, before the
+// server's SETTINGS ACK. Package h2 reckoned such a stream's window from
+// the RFC's 65535 while the server applied our 16 KiB: every stream whose
+// credit was given exactly to its end stalled 49151 bytes short against
+// nginx (h2's TestManualWindowBeforeSettingsAck). The download completes.
 func TestTLSFirstRequestWindows(t *testing.T) {
 	if err := peers.Available(peers.Nginx); err != nil {
 		t.Skipf("skipping: %v (bash scripts/setup installs nginx)", err)
