@@ -36,7 +36,7 @@ type stream struct {
 	// settingsSeq is how many of our SETTINGS were queued when we opened
 	// the stream: its receive window already counts those (sentInitial).
 	settingsSeq int
-	prio  prio.Priority
+	prio        prio.Priority
 
 	send     sendSide
 	sendWin  flow.Send
