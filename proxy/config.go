@@ -28,7 +28,13 @@ type Config struct {
 	// Insecure skips verifying the certificates of https origins the proxy
 	// fetches itself (absolute https URLs; CONNECT tunnels are the
 	// application's TLS, never the proxy's).
-	Insecure       bool
+	Insecure bool
+	// Mode is how responses use the paths (mph2.Client.Mode): aggregate
+	// (split over all), handover (the first path, the next only while it
+	// fails or stalls for HandoverAfter) or interactive (each response whole
+	// on the path expected to finish it first).
+	Mode           mph2.Mode
+	HandoverAfter  time.Duration // 0: multipath's default
 	ConnectTimeout time.Duration // per path dial; 0: mph2's default
 	IdleTimeout    time.Duration // a download with no byte on any path fails; 0: mph2's default
 	ErrorLog       *log.Logger   // one line per failed request; nil: the log package's
@@ -53,8 +59,8 @@ func (c Config) Validate() error {
 		}
 		seen[name] = true
 	}
-	if c.SplitMin < 0 || c.ConnectTimeout < 0 || c.IdleTimeout < 0 {
-		return fmt.Errorf("proxy: SplitMin %d, ConnectTimeout %v, IdleTimeout %v: negative", c.SplitMin, c.ConnectTimeout, c.IdleTimeout)
+	if c.SplitMin < 0 || c.ConnectTimeout < 0 || c.IdleTimeout < 0 || c.HandoverAfter < 0 {
+		return fmt.Errorf("proxy: SplitMin %d, ConnectTimeout %v, IdleTimeout %v, HandoverAfter %v: negative", c.SplitMin, c.ConnectTimeout, c.IdleTimeout, c.HandoverAfter)
 	}
 	return nil
 }
@@ -73,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		return nil, err
 	}
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
-		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout}
+		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout, Mode: cfg.Mode, HandoverAfter: cfg.HandoverAfter}
 	tr := &mph2.Transport{Client: c, SplitMin: cfg.SplitMin, Options: mph2.Options{Progress: cfg.Progress}}
 	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
 	srv := &server.Server{Addr: cfg.Listen, Handler: p}

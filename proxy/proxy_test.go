@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -257,6 +258,48 @@ func TestProxyPathDiesMidBody(t *testing.T) {
 			}
 			if died.Load() == 0 {
 				t.Fatal("the dying path never died: the test proves nothing")
+			}
+		})
+	}
+}
+
+// Config.Mode reaches the paths: interactive keeps a large response whole
+// on one path, aggregate splits it.
+func TestProxyModes(t *testing.T) {
+	plain := origin(t, false)
+	for _, tc := range []struct {
+		mode      mph2.Mode
+		wantPaths int
+	}{{mph2.ModeAggregate, 2}, {mph2.ModeInteractive, 1}} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			delivered := map[int]int64{}
+			ctx, cancel := context.WithCancel(context.Background())
+			r, err := Start(ctx, Config{Listener: ln, Paths: []mph2.Path{{Name: "a"}, {Name: "b"}}, Mode: tc.mode, ErrorLog: discardLog(),
+				Progress: func(p int, n int64) { mu.Lock(); delivered[p] = n; mu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cancel(); r.Wait() }()
+			const size = 4 << 20
+			status, n, sum, err := fetch(t, h1Client(r.Addr), fmt.Sprintf("http://%s/gen/%d", plain, size))
+			if err != nil || status != 200 || n != size || sum != content.Digest(size) {
+				t.Fatalf("status %d, %d bytes (%v), SHA-256 ok %v", status, n, err, sum == content.Digest(size))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			used := 0
+			for _, b := range delivered {
+				if b > 0 {
+					used++
+				}
+			}
+			if used != tc.wantPaths {
+				t.Fatalf("bytes per path %v: %d paths used, want %d", delivered, used, tc.wantPaths)
 			}
 		})
 	}

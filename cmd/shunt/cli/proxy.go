@@ -8,12 +8,13 @@ import (
 	"os"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/multipath"
 	"github.com/shunt-net/shunt/proxy"
 )
 
 var proxyCmd = &Command{
 	Name:  "proxy",
-	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--split-min SIZE] [--insecure] [--connect-timeout D] [--idle-timeout D]",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--insecure] [--connect-timeout D] [--idle-timeout D]",
 	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
 }
 
@@ -38,6 +39,9 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		}
 		return err
 	})
+	mode := fs.String("mode", "aggregate", "how responses use the paths: aggregate (large ones split over all), handover (the first path; the next only while it fails or stalls) "+
+		"or interactive (each response whole on the path expected to finish it first)")
+	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`")
 	splitMin := fs.String("split-min", "", "split responses of at least `SIZE` over the paths, smaller ones stay on the first (default 256KiB)")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "do not verify the certificates of https origins the proxy fetches itself (absolute https URLs; CONNECT is the application's TLS)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 0, "give up dialing a path after `D` (default 15s)")
@@ -50,6 +54,10 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	}
 	if len(cfg.Paths) == 0 {
 		return cfg, errors.New("no --path: name at least one (NAME=IFACE or NAME=ADDR)")
+	}
+	var err error
+	if cfg.Mode, err = multipath.ParseMode(*mode); err != nil {
+		return cfg, fmt.Errorf("--mode: %w", err)
 	}
 	if *splitMin != "" {
 		n, err := content.ParseSize(*splitMin)

@@ -7,8 +7,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/mph2"
 )
 
 func TestProxyArgs(t *testing.T) {
@@ -22,13 +24,15 @@ func TestProxyArgs(t *testing.T) {
 		{[]string{"--path", "a=lo", "--split-min", "lots"}, "--split-min"},
 		{[]string{"--path", "a=lo", "--listen", "8118"}, "Listen"},
 		{[]string{"--path", "a=lo", "extra"}, "unexpected argument"},
+		{[]string{"--path", "a=lo", "--mode", "fastest"}, "--mode"},
 	} {
 		if _, err := parseProxyArgs(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want error %q", tc.args, err, tc.err)
 		}
 	}
-	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0"}, io.Discard)
-	if err != nil || len(cfg.Paths) != 2 || cfg.Paths[0].Name != "a" || cfg.Paths[1].Interface != "lo" || cfg.SplitMin != 1000000 || cfg.Listen != "127.0.0.1:0" {
+	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0", "--mode", "handover", "--handover-after", "2s"}, io.Discard)
+	if err != nil || len(cfg.Paths) != 2 || cfg.Paths[0].Name != "a" || cfg.Paths[1].Interface != "lo" || cfg.SplitMin != 1000000 || cfg.Listen != "127.0.0.1:0" ||
+		cfg.Mode != mph2.ModeHandover || cfg.HandoverAfter != 2*time.Second {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 }
