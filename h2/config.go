@@ -48,6 +48,13 @@ type Config struct {
 	// (Conn.RTTSamples); OnRTT, if set, is called with each sample.
 	PingInterval time.Duration
 	OnRTT        func(c *Conn, rtt time.Duration)
+
+	// KernelSendQueue (server role) leaves a TCP connection's send queue to
+	// the kernel, which lets megabytes of a bulk response wait unsent in the
+	// socket ahead of anything the scheduler picks later. By default the
+	// engine keeps the unsent part to a few milliseconds of sending (see
+	// sendq.go), unless TCP_NOTSENT_LOWAT was set on the socket already.
+	KernelSendQueue bool
 }
 
 // Direction tells whether a traced frame was read or written.

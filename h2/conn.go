@@ -97,6 +97,7 @@ type Conn struct {
 	raddr     string // nc.RemoteAddr().String(), made once
 	idleTimer *time.Timer
 	writerEnd chan struct{}
+	sendq     *sendQueue // nil: the kernel's send queue as it is
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.

@@ -63,6 +63,9 @@ var (
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error {
 	c := newConn(nc, s.Config, false, ctx)
 	c.srv = s
+	if !c.cfg.KernelSendQueue {
+		c.sendq = newSendQueue(nc)
+	}
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()

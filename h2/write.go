@@ -80,12 +80,34 @@ func (c *Conn) writeLoop() {
 			}
 			c.wcond.Wait()
 		}
+		budget := writeBatchBudget
+		if q := c.sendq; q != nil && c.dataReadyLocked() {
+			c.mu.Unlock()
+			if q.paced(time.Now()) {
+				// Short send queue on a slow link: what is buffered goes
+				// out, then the scheduler picks the next mark's worth once
+				// the kernel would take it, not before.
+				if dirty {
+					if err := c.bw.Flush(); err != nil {
+						c.close(err)
+						return
+					}
+					dirty, yielded = false, false
+				}
+				if err := q.waitWritable(); err != nil {
+					c.close(err)
+					return
+				}
+				budget = q.budget(time.Now())
+			}
+			c.mu.Lock()
+		}
 		if c.encTableChanged {
 			c.henc.SetMaxDynamicTableSizeLimit(c.encTableSize)
 			c.encTableChanged = false
 		}
 		maxFrame := int(c.peer.maxFrameSize)
-		batch = c.collectLocked(batch[:0])
+		batch = c.collectLocked(batch[:0], budget)
 		c.mu.Unlock()
 
 		for i := range batch {
@@ -113,12 +135,17 @@ func (c *Conn) writeLoop() {
 }
 
 func (c *Conn) hasWorkLocked() bool {
-	return len(c.ctrl) > 0 || c.sched.Len() > 0 && !c.connBlocked && !c.closing
+	return len(c.ctrl) > 0 || c.dataReadyLocked()
+}
+
+// dataReadyLocked reports whether the scheduler has DATA the windows allow.
+func (c *Conn) dataReadyLocked() bool {
+	return c.sched.Len() > 0 && !c.connBlocked && !c.closing
 }
 
 // collectLocked takes every queued control frame, then DATA frames chosen by
-// the scheduler up to the batch budget.
-func (c *Conn) collectLocked(batch []wframe) []wframe {
+// the scheduler up to budget bytes, none larger than budget.
+func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 	batch = append(batch, c.ctrl...)
 	clear(c.ctrl)
 	c.ctrl, c.spare = c.spare[:0], c.ctrl[:0]
@@ -126,8 +153,7 @@ func (c *Conn) collectLocked(batch []wframe) []wframe {
 		return batch
 	}
 	c.arena = c.arena[:0]
-	budget := writeBatchBudget
-	maxFrame := min(int(c.peer.maxFrameSize), maxDataFrame)
+	maxFrame := min(int(c.peer.maxFrameSize), maxDataFrame, budget)
 	for budget > 0 && !c.connBlocked {
 		id, ok := c.sched.Next()
 		if !ok {

@@ -59,6 +59,9 @@ type Options struct {
 	Dir string
 	// StartTimeout bounds the wait for the port to listen; 0 means 10s.
 	StartTimeout time.Duration
+	// MaxConnections raises h2o's max-connections (default 1024) and
+	// nginx's worker_connections (default here 4096); 0 keeps the defaults.
+	MaxConnections int
 }
 
 // Peer is a running server.
@@ -80,6 +83,9 @@ type Peer struct {
 	stopOnce sync.Once
 	stopErr  error
 }
+
+// Pid is the server's process ID (nginx's master, h2o's main process).
+func (p *Peer) Pid() int { return p.cmd.Process.Pid }
 
 // URL returns the peer's URL for path, which must start with "/".
 func (p *Peer) URL(path string) string { return p.Scheme + "://" + p.Addr + path }

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -35,7 +36,7 @@ master_process on;
 worker_processes %d;
 pid %s;
 error_log stderr warn;
-events { worker_connections 4096; }
+events { worker_connections %d; }
 http {
     access_log off;
     default_type application/octet-stream;
@@ -54,7 +55,7 @@ http {
         root %s;
     }
 }
-`, user, o.Workers, filepath.Join(d, "nginx.pid"),
+`, user, o.Workers, filepath.Join(d, "nginx.pid"), cmp.Or(o.MaxConnections, 4096),
 		filepath.Join(d, "client_body"), filepath.Join(d, "proxy"), filepath.Join(d, "fastcgi"),
 		filepath.Join(d, "uwsgi"), filepath.Join(d, "scgi"), listen, o.Root)
 	confFile := filepath.Join(d, "nginx.conf")
@@ -76,6 +77,9 @@ func h2oArgs(bin string, p *Peer, o *Options, host, port string) ([]string, erro
 	fmt.Fprintf(&b, "pid-file: %s\n", yamlQuote(filepath.Join(d, "h2o.pid")))
 	fmt.Fprintf(&b, "temp-buffer-path: %s\n", yamlQuote(d))
 	fmt.Fprintf(&b, "num-threads: %d\n", o.Workers)
+	if o.MaxConnections > 0 {
+		fmt.Fprintf(&b, "max-connections: %d\n", o.MaxConnections)
+	}
 	fmt.Fprintf(&b, "listen:\n  host: %s\n  port: %s\n", yamlQuote(host), port)
 	if o.TLS {
 		fmt.Fprintf(&b, "  ssl:\n    certificate-file: %s\n    key-file: %s\n", yamlQuote(p.CertFile), yamlQuote(p.keyFile))

@@ -63,6 +63,10 @@ type Server struct {
 	MPTCP        bool   // listen with MPTCP (Go's default is on; shunt's is off)
 	CC           string // TCP congestion control per socket, e.g. "cubic"; "" = system default
 	NotSentLowat int    // TCP_NOTSENT_LOWAT per socket in bytes; 0 = system default
+	// KernelSendQueue turns off the HTTP/2 engine's short send queue
+	// (h2.Config.KernelSendQueue, set on H2 by the first Listen or Serve).
+	// A NotSentLowat set here also keeps the engine off the socket.
+	KernelSendQueue bool
 
 	ErrorLog *log.Logger // nil: the log package's standard logger
 
@@ -207,6 +211,9 @@ func (s *Server) init(addr net.Addr) error {
 		}
 		if s.H2.Config.SendTimeout == 0 && s.SendTimeout > 0 {
 			s.H2.Config.SendTimeout = s.SendTimeout
+		}
+		if s.KernelSendQueue {
+			s.H2.Config.KernelSendQueue = true
 		}
 		if s.TLS {
 			if s.tlsConf, s.initErr = s.makeTLSConfig(addr); s.initErr != nil {

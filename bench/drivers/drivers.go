@@ -9,6 +9,7 @@ import (
 	"github.com/shunt-net/shunt/experiment/bulk"
 	"github.com/shunt-net/shunt/experiment/download"
 	"github.com/shunt-net/shunt/experiment/h2load"
+	"github.com/shunt-net/shunt/experiment/idleconn"
 	"github.com/shunt-net/shunt/experiment/mpdownload"
 	"github.com/shunt-net/shunt/experiment/mptools"
 	"github.com/shunt-net/shunt/experiment/pageload"
@@ -25,6 +26,7 @@ var Table = bench.Drivers{
 	"replay":   pageload.Replay.Driver(),
 	"chromium": pageload.Chromium.Driver(),
 	"h2load":   h2load.Kind.Driver(),
+	"idle":     idleconn.Kind.Driver(),
 	"dash":     video.Kind.Driver(),
 	"proxy":    viaproxy.Kind.Driver(),
 }

@@ -43,6 +43,10 @@ type Config struct {
 	SMig string `param:"smig" help:"nomig | migsw[:BYTES] | migsp[:BYTES] | migcp[:BYTES] (h2 against shunt only): both ends announce SMig; a server policy runs in the server, migcp in the client"`
 	// NotSentLowat is 0 by default: the kernel's, as the SMig talk measured.
 	NotSentLowat int `param:"notsent_lowat" help:"TCP_NOTSENT_LOWAT of shunt's server sockets in bytes (0: the kernel's default)"`
+	// SendQueue kernel turns off the engine's short send queue (h2.Config
+	// KernelSendQueue): the talk's HTTP/2 server, whose socket holds
+	// megabytes of the large response ahead of the small one.
+	SendQueue string `param:"send_queue" enum:"short,kernel" help:"shunt's HTTP/2 server: short keeps about 2 ms of sending unsent in each socket, kernel leaves the send queue to the kernel"`
 	// Background complete lets the background download finish and times it
 	// (metric large_time).
 	Background string `param:"background" enum:"cancel,complete" help:"what happens to the background download once the object is in"`
@@ -59,7 +63,7 @@ type Config struct {
 
 // DefaultConfig: shunt's server, 6 connections, warm, h2c, cubic.
 func DefaultConfig() Config {
-	return Config{Server: "shunt", Conns: 6, Connect: "warm", CC: "cubic", Background: "cancel", SMigPool: "idle"}
+	return Config{Server: "shunt", Conns: 6, Connect: "warm", CC: "cubic", Background: "cancel", SMigPool: "idle", SendQueue: "short"}
 }
 
 // Validate checks the options together.
@@ -75,6 +79,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.notsent_lowat", strconv.Itoa(c.NotSentLowat), "want a byte count")
 	case c.NotSentLowat > 0 && c.Server != "shunt":
 		return experiment.Errorf("params.notsent_lowat", strconv.Itoa(c.NotSentLowat), "set per socket by shunt's server only")
+	case c.SendQueue == "kernel" && c.Server != "shunt":
+		return experiment.Errorf("params.send_queue", c.SendQueue, "shunt's server only")
 	case c.SMigPool == "ondemand" && c.SMig == "":
 		return experiment.Errorf("params.smig_pool", c.SMigPool, "needs params.smig")
 	}

@@ -25,7 +25,7 @@ func (c Config) policy() smig.Policy {
 // (its policy if it is a server policy, else NoMig, which still serves a
 // client's migration requests) and the socket option.
 func (c Config) serverExtras() origin.Extras {
-	x := origin.Extras{NotSentLowat: c.NotSentLowat}
+	x := origin.Extras{NotSentLowat: c.NotSentLowat, KernelSendQueue: c.SendQueue == "kernel"}
 	if c.smigOn() {
 		srv, _ := c.policy().Split()
 		x.SMig = &smig.Server{Policy: srv}

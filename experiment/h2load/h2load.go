@@ -9,12 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
@@ -81,9 +78,9 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err := origin.WriteObjects(root, env.Objects); err != nil {
 		return nil, err
 	}
-	o := peers.Options{Root: root, Addr: origin.Addr(env.Net, env.Port), TLS: c.TLS, Workers: c.Workers, Prefix: prefix(env.Net.Servers()[0])}
+	o := peers.Options{Root: root, Addr: origin.Addr(env.Net, env.Port), TLS: c.TLS, Workers: c.Workers, Prefix: origin.Prefix(env.Net.Servers()[0])}
 	if c.Server == peers.Shunt {
-		bin, err := shuntBinary(ctx)
+		bin, err := origin.ShuntBinary(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -103,42 +100,9 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		ver = c.Server
 	}
 	h2ver, _ := peers.Version("h2load")
-	return &Session{cfg: c, peer: p, client: prefix(env.Net.Client()), info: map[string]string{
+	return &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), info: map[string]string{
 		"server": ver, "client": h2ver, "workers": strconv.Itoa(c.Workers),
 		"load": fmt.Sprintf("h2load -c %d -m %d -t 1", c.Clients, c.Streams)}}, nil
-}
-
-// prefix is the argv prefix that runs a command in h's namespace (empty on
-// this machine's own).
-func prefix(h experiment.Host) []string {
-	probe := h.Command(context.Background(), "true")
-	return probe.Args[:len(probe.Args)-1]
-}
-
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  error
-)
-
-// shuntBinary is the program running this experiment when it is shunt,
-// else a shunt built from this module once per process (tests).
-func shuntBinary(ctx context.Context) (string, error) {
-	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "shunt" {
-		return exe, nil
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "shunt-h2load-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(dir, "shunt")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", built, "github.com/shunt-net/shunt/cmd/shunt").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/shunt: %v\n%s", err, out)
-		}
-	})
-	return built, buildErr
 }
 
 // Info describes the server, the load tool and the load.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -93,6 +94,8 @@ type Extras struct {
 	MPTCP        bool
 	SMig         *smig.Server // SMig on the HTTP/2 engine; nil: plain HTTP/2
 	NotSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
+	// KernelSendQueue turns off the HTTP/2 engine's short send queue.
+	KernelSendQueue bool
 }
 
 // startShunt runs shunt's server (what `shunt serve` runs) in this process,
@@ -105,7 +108,7 @@ func startShunt(h experiment.Host, root, addr string, useTLS bool, logw io.Write
 		return nil, err
 	}
 	logger := log.New(logw, "shunt server: ", log.LstdFlags)
-	srv := &server.Server{Handler: hd, TLS: useTLS, CC: CC, NotSentLowat: x.NotSentLowat, MPTCP: x.MPTCP, ErrorLog: logger}
+	srv := &server.Server{Handler: hd, TLS: useTLS, CC: CC, NotSentLowat: x.NotSentLowat, MPTCP: x.MPTCP, KernelSendQueue: x.KernelSendQueue, ErrorLog: logger}
 	if x.SMig != nil {
 		x.SMig.Logf = logger.Printf
 		srv.H2 = &h2.Server{Handler: x.SMig.Wrap(hd), Config: x.SMig.Config(h2.Config{})}
@@ -124,7 +127,7 @@ func startShunt(h experiment.Host, root, addr string, useTLS bool, logw io.Write
 	}
 	return &Server{
 		Addr: ln.Addr().String(), TLS: useTLS,
-		Info: map[string]string{"server": ver, "server_cc": CC + " (per socket)", "server_sockopts": srv.SockOpts().String()},
+		Info: map[string]string{"server": ver, "server_cc": CC + " (per socket)", "server_sockopts": srv.SockOpts().String(), "server_send_queue": sendQueueInfo(x)},
 		close: func() error {
 			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()
@@ -140,6 +143,17 @@ func startShunt(h experiment.Host, root, addr string, useTLS bool, logw io.Write
 			return errors.Join(err, serr, hd.Close())
 		},
 	}, nil
+}
+
+// sendQueueInfo says which send queue the engine keeps (h2/sendq.go).
+func sendQueueInfo(x Extras) string {
+	switch {
+	case x.KernelSendQueue:
+		return "kernel"
+	case x.NotSentLowat > 0:
+		return "kernel, notsent_lowat " + strconv.Itoa(x.NotSentLowat)
+	}
+	return "short"
 }
 
 const (

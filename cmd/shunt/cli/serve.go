@@ -28,7 +28,7 @@ const shutdownGrace = 5 * time.Second
 
 var serveCmd = &Command{
 	Name:  "serve",
-	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY] [--header-timeout D] [--send-timeout D] [--debug-addr HOST:PORT]",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--kernel-send-queue] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY] [--header-timeout D] [--send-timeout D] [--debug-addr HOST:PORT]",
 	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
 }
 
@@ -51,6 +51,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	key := fs.String("key", "", "TLS private key `FILE` (PEM)")
 	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
 	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
+	kernelQ := fs.Bool("kernel-send-queue", false, "HTTP/2: leave each socket's send queue to the kernel (megabytes of a bulk response may wait unsent ahead of later responses) instead of keeping about 2 ms of sending unsent")
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
 	headerTimeout := fs.Duration("header-timeout", server.DefaultHeaderTimeout, "close a connection whose TLS handshake, HTTP/1.1 request header, or HTTP/2 preface or header block takes longer than `DURATION` (slow headers, slowloris)")
 	sendTimeout := fs.Duration("send-timeout", server.DefaultSendTimeout, "drop an HTTP/2 stream whose client takes none of its body (no WINDOW_UPDATE), or a connection it does not read, for `DURATION`")
@@ -123,6 +124,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ErrorLog:      log.New(stderr, "", log.LstdFlags),
 		HeaderTimeout: *headerTimeout,
 		SendTimeout:   *sendTimeout,
+
+		KernelSendQueue: *kernelQ,
 	}
 	if *debugAddr != "" {
 		stop, err := serveDebug(*debugAddr, stderr)

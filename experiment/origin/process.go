@@ -1,0 +1,45 @@
+package origin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/shunt-net/shunt/experiment"
+)
+
+// Prefix is the argv prefix that runs a command in h's namespace (empty on
+// this machine's own).
+func Prefix(h experiment.Host) []string {
+	probe := h.Command(context.Background(), "true")
+	return probe.Args[:len(probe.Args)-1]
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// ShuntBinary is the program running this experiment when it is shunt,
+// else a shunt built from this module once per process (tests).
+func ShuntBinary(ctx context.Context) (string, error) {
+	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "shunt" {
+		return exe, nil
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shunt-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built = filepath.Join(dir, "shunt")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", built, "github.com/shunt-net/shunt/cmd/shunt").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/shunt: %v\n%s", err, out)
+		}
+	})
+	return built, buildErr
+}
