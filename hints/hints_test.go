@@ -111,6 +111,7 @@ func TestDecidePresets(t *testing.T) {
 		{"tail", img, Decision{Path: 0, Second: -1, Tail: 32000, Rule: 2}},
 		{"tail", Hint{Image, 5000, 2}, Decision{Path: 0, Second: -1, Rule: 3}},
 		{"urgent-fast-share", doc, Decision{Path: 1, Second: -1, Rule: 1}},
+		{"urgent-fast-finish", img, Decision{Path: 1, Second: -1, Rule: 2}},
 		{"hedge-urgent", doc, Decision{Path: 1, Second: -1, Tail: 64000, Rule: 1}},
 		{"hedge-urgent", Hint{Script, 100000, 1}, Decision{Path: 1, Second: -1, Rule: 2}},
 		{"adaptive", doc, Decision{Path: 1, Second: -1, Rule: 2}},

@@ -21,6 +21,10 @@ var presets = map[string]string{
 	// expensive (fast) path carries at most a quarter of the bytes (issue
 	// 19's target share).
 	"urgent-fast-share": "urgent -> path=fast\n* -> path=finish budget=25%",
+	// urgent-fast without the byte constraint: the bulk wherever it
+	// finishes first (the other end of the trade between page load time and
+	// bytes on the expensive path).
+	"urgent-fast-finish": "urgent -> path=fast\n* -> path=finish",
 	// The second: latency-critical requests on both paths, the slower copy
 	// cancelled (only those up to 64 KB: a copy of a large script costs
 	// more than it saves); the bulk on the cheap path.
