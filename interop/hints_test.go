@@ -115,4 +115,3 @@ func (c *throttled) Read(p []byte) (int, error) {
 	time.Sleep(time.Until(due))
 	return k, err
 }
-
