@@ -359,3 +359,19 @@ func TestFastUsesMinRTT(t *testing.T) {
 		t.Errorf("no minimum: path %d, want 0", d.Path)
 	}
 }
+
+func TestLoadFile(t *testing.T) {
+	p, err := Load("testdata/example.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "example" || len(p.Rules) != 5 || p.Rules[0].Line != 7 || p.Rules[4].BudgetPct != 20 || p.Rules[3].Tail != 32<<10 {
+		t.Errorf("%+v", p)
+	}
+	checkRoundTrip(t, p)
+	lossy := twoPaths()
+	lossy[1].Loss = 0.03
+	if d := p.Decide(Hint{Document, 30000, 0}, lossy, t0); d != (Decision{Path: 1, Second: 0, Rule: 7}) {
+		t.Errorf("document under loss: %+v", d)
+	}
+}
