@@ -24,6 +24,10 @@ type Case struct {
 	// Body is the response body a completing request must deliver exactly;
 	// empty: "conform <id>\n".
 	Body []byte
+	// NotApplicable, when set, returns why the case says nothing about
+	// this client (it enabled push, so a PUSH_PROMISE is no violation): the
+	// case is skipped, not passed.
+	NotApplicable func(o *Outcome) string
 	// Check, when set, adds a requirement read from the outcome (a SETTINGS
 	// ACK owed, no stream opened after GOAWAY...); a non-nil error fails the case.
 	Check func(o *Outcome) error
@@ -49,9 +53,10 @@ const (
 	// client failing the request by itself.
 	StreamError
 	// Complete: the client exits 0 and prints exactly the body; a GOAWAY
-	// or RST_STREAM it sends must carry NO_ERROR or one of Codes, which are
-	// also accepted instead of completing (a flood answered with
-	// ENHANCE_YOUR_CALM).
+	// or RST_STREAM it sends must carry NO_ERROR (or CANCEL on a stream it
+	// gave up) or one of Codes. Codes name a connection error accepted
+	// instead of completing (a flood answered with ENHANCE_YOUR_CALM): a
+	// GOAWAY with one of them, or the client failing and closing by itself.
 	Complete
 	// Reject: the request must fail (the client exits non-zero by itself),
 	// whatever it sends: a reset or truncated response is not a success.
@@ -94,7 +99,7 @@ func (e Expect) String() string {
 		return "stream error: RST_STREAM " + codeList(e.Codes) + " (or GOAWAY), or the request failed"
 	case Complete:
 		if len(e.Codes) > 0 {
-			return "the request completes with the exact body, or GOAWAY " + codeList(e.Codes)
+			return "the request completes with the exact body, or a connection error: GOAWAY " + codeList(e.Codes) + ", or the connection closed"
 		}
 		return "the request completes with the exact body"
 	default:
@@ -171,6 +176,11 @@ func (o *Outcome) errorFrames() (goaways, rsts []Frame) {
 
 // Judge reads the verdict off the outcome, with what the client did.
 func Judge(o *Outcome) (Verdict, string) {
+	if o.Case.NotApplicable != nil {
+		if why := o.Case.NotApplicable(o); why != "" {
+			return Skip, why
+		}
+	}
 	v, what := judgeReaction(o)
 	if v == Pass && o.Case.Check != nil {
 		if err := o.Case.Check(o); err != nil {
@@ -211,11 +221,21 @@ func judgeReaction(o *Outcome) (Verdict, string) {
 	case Complete:
 		allowed := true
 		for _, f := range append(goaways, rsts...) {
+			// A stream the client gave up (one the server did not process,
+			// sent again elsewhere) may be cancelled.
+			if f.Type == http2.FrameRSTStream && f.Code == http2.ErrCodeCancel {
+				continue
+			}
 			if !e.has(f.Code) {
 				allowed = false
 			}
 		}
 		if allowed && (o.succeeded() || len(goaways) > 0) {
+			return Pass, did
+		}
+		// the alternative connection error, without GOAWAY (RFC 9113
+		// 5.4.1: SHOULD send one), as for ConnError
+		if len(e.Codes) > 0 && len(goaways)+len(rsts) == 0 && o.failed() {
 			return Pass, did
 		}
 		return Fail, did

@@ -94,7 +94,10 @@ func TestJudge(t *testing.T) {
 		{"complete: GOAWAY NO_ERROR", out(complete(), ok, goaway(codeNo)), Pass},
 		{"complete or calm: calm", out(complete(codeCalm), failed, goaway(codeCalm)), Pass},
 		{"complete or closed: RST_STREAM STREAM_CLOSED", out(complete(codeClosed), ok, rst(1, codeClosed)), Pass},
-		{"complete or calm: failed silently", out(complete(codeCalm), failed), Fail},
+		{"complete: a given-up stream cancelled", out(complete(), ok, rst(1, codeCancel)), Pass},
+		{"complete or calm: failed and closed", out(complete(codeCalm), failed), Pass},
+		{"complete or calm: GOAWAY with another code", out(complete(codeCalm), failed, goaway(codeProtocol)), Fail},
+		{"complete or calm: hung", out(complete(codeCalm), hung), Fail},
 		{"reject: failed", out(reject(), failed), Pass},
 		{"reject: truncated success", out(reject(), wrong), Fail},
 		{"reject: hung", out(reject(), hung), Fail},
@@ -103,8 +106,14 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: %v (%s), want %v", tc.name, got, did, tc.want)
 		}
 	}
+	// A case that does not apply is skipped whatever the reaction.
+	o := out(connErr(codeProtocol), ok)
+	o.Case.NotApplicable = func(*Outcome) string { return "push enabled" }
+	if v, did := Judge(o); v != Skip || did != "push enabled" {
+		t.Errorf("not applicable: %v %s", v, did)
+	}
 	// A requirement of the case and a script's note fail a passing reaction.
-	o := out(complete(), ok)
+	o = out(complete(), ok)
 	o.Notes = []string{"no SETTINGS ACK"}
 	if v, did := Judge(o); v != Fail || !strings.Contains(did, "no SETTINGS ACK") {
 		t.Errorf("note: %v %s", v, did)

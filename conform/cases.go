@@ -88,6 +88,14 @@ func onReq(t http2.FrameType, flags http2.Flags, payload []byte) step {
 	return func(s *Session) error { return s.Raw(t, flags, s.Stream, payload) }
 }
 
+// onIdle writes one frame on the client's next stream, idle (RFC 9113
+// 5.1): a client that sent its request on stream n has not used n+2, while
+// lower ones may be implicitly closed (nghttp sends PRIORITY frames for
+// streams 3 to 11 and its request on 13).
+func onIdle(t http2.FrameType, flags http2.Flags, payload []byte) step {
+	return func(s *Session) error { return s.Raw(t, flags, s.Stream+2, payload) }
+}
+
 // respond writes the whole response.
 func respond(s *Session) error { return s.Respond() }
 

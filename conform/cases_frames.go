@@ -140,25 +140,25 @@ func awaitPingAck(s *Session) error {
 func streamCases() []*Case {
 	const sec = "RFC 9113 5.1 stream states"
 	return []*Case{
-		{ID: "http2/5.1/1", Section: sec, Desc: "DATA on an idle stream (3)",
-			Expect: connErr(codeProtocol), Serve: seq(raw(typeData, 0, 3, []byte("x")), respond)},
-		{ID: "http2/5.1/2", Section: sec, Desc: "RST_STREAM on an idle stream (3)",
-			Expect: connErr(codeProtocol), Serve: seq(raw(typeRST, 0, 3, u32(uint32(codeCancel))), respond)},
-		{ID: "http2/5.1/3", Section: sec, Desc: "WINDOW_UPDATE on an idle stream (3)",
-			Expect: connErr(codeProtocol), Serve: seq(raw(typeWindowUpdate, 0, 3, u32(100)), respond)},
-		{ID: "http2/5.1/4", Section: sec, Desc: "HEADERS opening a client-numbered stream (3) from the server",
-			Expect: connErr(codeProtocol), Serve: seq(raw(typeHeaders, flagEndHeaders|flagEndStream, 3, block(status200)), respond)},
+		{ID: "http2/5.1/1", Section: sec, Desc: "DATA on an idle stream (the client's next)",
+			Expect: connErr(codeProtocol), Serve: seq(onIdle(typeData, 0, []byte("x")), respond)},
+		{ID: "http2/5.1/2", Section: sec, Desc: "RST_STREAM on an idle stream (the client's next)",
+			Expect: connErr(codeProtocol), Serve: seq(onIdle(typeRST, 0, u32(uint32(codeCancel))), respond)},
+		{ID: "http2/5.1/3", Section: sec, Desc: "WINDOW_UPDATE on an idle stream (the client's next)",
+			Expect: connErr(codeProtocol), Serve: seq(onIdle(typeWindowUpdate, 0, u32(100)), respond)},
+		{ID: "http2/5.1/4", Section: sec, Desc: "HEADERS opening a client-numbered stream (the client's next) from the server",
+			Expect: connErr(codeProtocol), Serve: seq(onIdle(typeHeaders, flagEndHeaders|flagEndStream, block(status200)), respond)},
 		{ID: "http2/5.1/5", Section: sec, Desc: "HEADERS on an even stream (2) that no PUSH_PROMISE reserved",
 			Expect: connErr(codeProtocol), Serve: seq(raw(typeHeaders, flagEndHeaders|flagEndStream, 2, block(status200)), respond)},
-		{ID: "http2/5.1/6", Section: sec, Desc: "CONTINUATION on an idle stream (3)",
-			Expect: connErr(codeProtocol), Serve: seq(raw(typeContinuation, flagEndHeaders, 3, block(status200)), respond)},
+		{ID: "http2/5.1/6", Section: sec, Desc: "CONTINUATION on an idle stream (the client's next)",
+			Expect: connErr(codeProtocol), Serve: seq(onIdle(typeContinuation, flagEndHeaders, block(status200)), respond)},
 		{ID: "http2/5.1/7", Section: sec, Desc: "DATA after the response's END_STREAM (closed stream): the response stands, any error is STREAM_CLOSED",
 			Expect: complete(codeClosed), Serve: seq(respond, onReq(typeData, 0, []byte("extra")))},
 		{ID: "http2/5.1/8", Section: sec, Desc: "a second HEADERS after the response's END_STREAM: the response stands, any error is STREAM_CLOSED",
 			Expect: complete(codeClosed), Serve: seq(respond, onReq(typeHeaders, flagEndHeaders|flagEndStream, block(status200)))},
 		{ID: "http2/5.1/9", Section: sec, Desc: "RST_STREAM(NO_ERROR) after the complete response does not undo it (RFC 9113 8.1)",
 			Expect: complete(), Serve: seq(respond, onReq(typeRST, 0, u32(uint32(codeNo))))},
-		{ID: "http2/5.1/10", Section: sec, Desc: "a HEADERS frame from the server on a stream above the request's (5), odd",
+		{ID: "http2/5.1/10", Section: sec, Desc: "HEADERS from the server on an odd stream two above the client's next",
 			Expect: connErr(codeProtocol), Serve: seq(func(s *Session) error {
 				return s.Raw(typeHeaders, flagEndHeaders|flagEndStream, s.Stream+4, block(status200))
 			}, respond)},
@@ -173,7 +173,7 @@ func priorityCases() []*Case {
 		{ID: "http2/5.3/1", Section: sec, Desc: "a PRIORITY frame on the request's stream is accepted",
 			Expect: complete(), Serve: seq(headersOnly, func(s *Session) error { return s.Raw(typePriority, 0, s.Stream, prio(0, 200)) }, bodyEnd)},
 		{ID: "http2/5.3/2", Section: sec, Desc: "PRIORITY frames on idle streams are accepted",
-			Expect: complete(), Serve: seq(raw(typePriority, 0, 7, prio(0, 10)), raw(typePriority, 0, 9, prio(7, 10)), respond)},
+			Expect: complete(), Serve: seq(onIdle(typePriority, 0, prio(0, 10)), func(s *Session) error { return s.Raw(typePriority, 0, s.Stream+4, prio(s.Stream+2, 10)) }, respond)},
 		{ID: "http2/5.3/3", Section: sec, Desc: "the response's HEADERS carries priority fields (PRIORITY flag); they are skipped",
 			Expect: complete(), Serve: seq(func(s *Session) error {
 				return s.Raw(typeHeaders, flagEndHeaders|flagPriority, s.Stream, append(prio(0, 15), block(status200)...))

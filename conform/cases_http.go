@@ -96,8 +96,8 @@ func httpCases() []*Case {
 				b := s.Case.body()
 				return s.SendBody(b[len(b)/2:], true)
 			})},
-		{ID: "http2/8.1/3", Section: sec, Desc: "a pseudo-header (:status) in the trailers",
-			Expect: streamErr(codeProtocol), Serve: seq(headersOnly, func(s *Session) error {
+		{ID: "http2/8.1/3", Section: sec, Desc: "a pseudo-header (:status) in the trailers (no content-length: the client must read to END_STREAM)",
+			Expect: streamErr(codeProtocol), Serve: seq(func(s *Session) error { return s.Headers(s.Stream, false, block(status200)) }, func(s *Session) error {
 				if err := s.SendBody(s.Case.body(), false); err != nil {
 					return err
 				}
@@ -197,7 +197,8 @@ func hpackCases() []*Case {
 		}),
 		{ID: "hpack/4.4/1", Section: "RFC 7541 HPACK", Desc: "the trailers' block empties the table (size update 0) and refers to an entry the response's block added",
 			Expect: bad, Serve: func(s *Session) error {
-				if err := s.Headers(s.Stream, false, hIncremental(head(s), "x-gone", "v")); err != nil {
+				// no content-length: the client must read to END_STREAM
+				if err := s.Headers(s.Stream, false, hIncremental(block(status200), "x-gone", "v")); err != nil {
 					return err
 				}
 				if err := s.SendBody(s.Case.body(), false); err != nil {

@@ -158,11 +158,23 @@ func Run(ctx context.Context, client Client, name string, o Options) (*Report, e
 	return rep, nil
 }
 
+// abandonGrace is how long a client may take to return after its timeout.
+const abandonGrace = 2 * time.Second
+
 func runCase(ctx context.Context, srv *Server, client Client, c *Case, timeout time.Duration) CaseResult {
 	start := time.Now()
 	st := srv.begin(c)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	res := client.Get(cctx, srv.URL(c))
+	// An in-process client may not return when its context ends (one
+	// deadlocked on its own lock): it is left behind after a grace.
+	done := make(chan Result, 1)
+	go func() { done <- client.Get(cctx, srv.URL(c)) }()
+	var res Result
+	select {
+	case res = <-done:
+	case <-time.After(timeout + abandonGrace):
+		res = Result{Exit: -1, TimedOut: true, Stderr: []byte("the client did not return when its context ended")}
+	}
 	if cctx.Err() != nil && !res.TimedOut {
 		res.TimedOut, res.Exit = true, -1
 	}
