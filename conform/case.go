@@ -21,6 +21,9 @@ type Case struct {
 	// Serve answers the request on s.Stream. It returns when its script is
 	// done; the session keeps reading the client's frames until the case ends.
 	Serve func(s *Session) error
+	// Upload: the client under test sends a request body (UploadBody) in a
+	// POST; such cases need a client command that uploads.
+	Upload bool
 	// Body is the response body a completing request must deliver exactly;
 	// empty: "conform <id>\n".
 	Body []byte

@@ -16,7 +16,7 @@ func Cases() []*Case {
 			prefaceCases(), frameCases(), streamCases(), priorityCases(),
 			dataCases(), headersCases(), rstCases(), settingsCases(),
 			pushCases(), pingCases(), goawayCases(), windowCases(),
-			continuationCases(), httpCases(), hpackCases(), floodCases(),
+			continuationCases(), uploadCases(), httpCases(), hpackCases(), floodCases(),
 		} {
 			allCases = append(allCases, group...)
 		}

@@ -67,6 +67,9 @@ type Options struct {
 	Timeout  time.Duration // per case; default 5 s
 	Parallel int           // cases at once; default 4
 	Match    string        // run the cases whose id matches this path.Match pattern or prefix
+	// Upload is the client for the cases whose request has a body: it must
+	// POST the file WriteUploadFile wrote. Nil: those cases are skipped.
+	Upload Client
 }
 
 // CaseResult is one case's verdict.
@@ -147,7 +150,14 @@ func Run(ctx context.Context, client Client, name string, o Options) (*Report, e
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rep.Results[i] = runCase(ctx, srv, client, c, o.Timeout)
+			switch {
+			case !c.Upload:
+				rep.Results[i] = runCase(ctx, srv, client, c, o.Timeout)
+			case o.Upload != nil:
+				rep.Results[i] = runCase(ctx, srv, o.Upload, c, o.Timeout)
+			default:
+				rep.Results[i] = CaseResult{Case: c, Verdict: Skip, Detail: "the case needs a request body, and no upload command was given"}
+			}
 		}()
 	}
 	wg.Wait()

@@ -161,6 +161,7 @@ func (s *Server) serve(nc net.Conn) {
 	log := newConnLog()
 	fr := http2.NewFramer(nc, br)
 	fr.AllowIllegalWrites = true
+	fr.SetMaxReadFrameSize(1<<24 - 1) // a client's frame over our limit is logged, and judged, not refused here
 	dec := hpack.NewDecoder(4096, nil)
 	var hb bytes.Buffer
 	// The client's frames up to its first complete request.

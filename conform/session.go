@@ -26,6 +26,8 @@ type Frame struct {
 	Settings []http2.Setting // SETTINGS' parameters
 	// Path is a request's :path (HEADERS with END_HEADERS, decoded).
 	Path string
+	// Payload is a DATA frame's data, without padding.
+	Payload []byte
 }
 
 func (f Frame) String() string {
@@ -361,6 +363,8 @@ func readFrame(fr *http2.Framer, dec *hpack.Decoder, hb *bytes.Buffer) (Frame, e
 	h := f.Header()
 	out := Frame{Type: h.Type, Flags: h.Flags, Stream: h.StreamID, Len: int(h.Length)}
 	switch f := f.(type) {
+	case *http2.DataFrame:
+		out.Payload = append([]byte(nil), f.Data()...)
 	case *http2.GoAwayFrame:
 		out.Code, out.Last = f.ErrCode, f.LastStreamID
 	case *http2.RSTStreamFrame:

@@ -14,7 +14,7 @@ import (
 
 var conformCmd = &Command{
 	Name:  "conform",
-	Usage: "conform --client [--tls|--h2c] [--run 'CMD {url}'] [--case PATTERN] [--junit FILE] [--timeout D] [--parallel N] [--list]",
+	Usage: "conform --client [--tls|--h2c] [--run 'CMD {url}'] [--run-upload 'CMD {file} {url}'] [--case PATTERN] [--junit FILE] [--timeout D] [--parallel N] [--list]",
 	Short: "HTTP/2 client conformance: a hostile server runs each case against a client command",
 }
 
@@ -35,6 +35,7 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	useTLS := fs.Bool("tls", false, "serve https with ALPN h2 and a self-signed certificate for localhost")
 	h2c := fs.Bool("h2c", false, "serve h2c with prior knowledge (the default)")
 	run := fs.String("run", "", "the client `COMMAND` run once per case through sh, {url} replaced by the case's URL; default: this binary's get")
+	runUpload := fs.String("run-upload", "", "the `COMMAND` for the cases whose request has a body: it must POST {file} to {url}; default with the default --run: this binary's get --data @{file}, else those cases are skipped")
 	pattern := fs.String("case", "", "run the cases whose id matches `PATTERN` (path.Match, or a prefix such as http2/6.5)")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE`")
 	timeout := fs.Duration("timeout", 5*time.Second, "give each case's client `DURATION` before killing it")
@@ -66,7 +67,7 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *parallel <= 0:
 		return fmt.Errorf("--parallel %d: want at least 1", *parallel)
 	}
-	cmd := *run
+	cmd, upCmd := *run, *runUpload
 	if cmd == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -77,8 +78,27 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			mode = "--insecure"
 		}
 		cmd = fmt.Sprintf("'%s' get %s {url}", self, mode)
+		if upCmd == "" {
+			upCmd = fmt.Sprintf("'%s' get %s --data @{file} {url}", self, mode)
+		}
 	} else if !strings.Contains(cmd, "{url}") {
 		return fmt.Errorf("--run %q: the command must contain {url}", cmd)
+	}
+	if upCmd != "" && (!strings.Contains(upCmd, "{url}") || !strings.Contains(upCmd, "{file}")) {
+		return fmt.Errorf("--run-upload %q: the command must contain {url} and {file}", upCmd)
+	}
+	var upload conform.Client
+	if upCmd != "" {
+		dir, err := os.MkdirTemp("", "shunt-conform-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		file, err := conform.WriteUploadFile(dir)
+		if err != nil {
+			return err
+		}
+		upload = conform.Command(strings.ReplaceAll(upCmd, "{file}", "'"+file+"'"))
 	}
 	var jw *os.File
 	if *junit != "" {
@@ -89,7 +109,7 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer f.Close()
 		jw = f
 	}
-	rep, err := conform.Run(ctx, conform.Command(cmd), cmd, conform.Options{TLS: *useTLS, Timeout: *timeout, Parallel: *parallel, Match: *pattern})
+	rep, err := conform.Run(ctx, conform.Command(cmd), cmd, conform.Options{TLS: *useTLS, Timeout: *timeout, Parallel: *parallel, Match: *pattern, Upload: upload})
 	if err != nil && rep == nil {
 		return err
 	}

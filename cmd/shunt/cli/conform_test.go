@@ -35,7 +35,12 @@ func TestConformShuntGet(t *testing.T) {
 		args []string
 	}{{"h2c", false, []string{"--h2c"}}, {"tls", true, []string{"--insecure"}}} {
 		t.Run(mode.name, func(t *testing.T) {
-			rep, err := conform.Run(context.Background(), shuntGet(mode.args...), "shunt get", conform.Options{TLS: mode.tls, Parallel: 8})
+			file, err := conform.WriteUploadFile(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := conform.Run(context.Background(), shuntGet(mode.args...), "shunt get", conform.Options{TLS: mode.tls, Parallel: 8,
+				Upload: shuntGet(append(mode.args, "--data", "@"+file)...)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +95,7 @@ func TestConformCommand(t *testing.T) {
 		{"--client", "--tls", "--h2c"},       // both
 		{"--client", "--case", "nosuch/1.2"}, // matches nothing
 		{"--client", "--timeout", "0s"},
+		{"--client", "--run", "curl {url}", "--run-upload", "curl {url}"}, // no {file}
 	} {
 		if err := runConform(context.Background(), bad, io.Discard, io.Discard); err == nil || err == errConformFailed {
 			t.Errorf("conform %q: err = %v, want a usage error", bad, err)

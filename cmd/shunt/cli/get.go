@@ -32,7 +32,7 @@ import (
 
 var getCmd = &Command{
 	Name:  "get",
-	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure] [--path IFACE_OR_ADDR[=MAPADDR]]... [--size N] [--end-adjust flow|rst] [--no-pipelining] [--mode aggregate|handover|interactive] [--handover-after D] [--budget PATH=SIZE]...",
+	Usage: "get URL [-o FILE] [--range A-B] [--http1.1|--h2c] [-v] [--insecure] [--data @FILE] [--path IFACE_OR_ADDR[=MAPADDR]]... [--size N] [--end-adjust flow|rst] [--no-pipelining] [--mode aggregate|handover|interactive] [--handover-after D] [--budget PATH=SIZE]...",
 	Short: "download a URL with shunt's HTTP/2 client, timed and verified",
 }
 
@@ -61,6 +61,7 @@ type getOptions struct {
 	verbose  bool
 	insecure bool
 	smig     string           // --smig POLICY: an SMig client (smig.Transport)
+	data     string           // --data @FILE: POST the file
 	mp       multipathOptions // --path given: an MP-H2 download (get_mph2.go)
 	json     string           // --json FILE: append the download's record
 	timeouts getTimeouts
@@ -165,6 +166,7 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	fs.DurationVar(&o.timeouts.idle, "idle-timeout", mph2.DefaultStallTimeout, "give up when no body byte has come for `DURATION` (MP-H2: on any path; a path's outage alone is waited out)")
 	fs.IntVar(&o.retries, "retries", h2.DefaultResumeRetries, "when the connection breaks mid-body, ask for the rest with Range + If-Range up to `N` times on a new connection (0: never); a changed ETag or Last-Modified fails the download")
 	fs.StringVar(&o.json, "json", "", "append the download's record (the JSON line of shunt bench's runs.jsonl) to `FILE`")
+	fs.StringVar(&o.data, "data", "", "POST the contents of `@FILE` as the request body (sent again as it is when the server did not process the request)")
 	o.mp.addFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -190,6 +192,14 @@ func parseGetArgs(args []string, stderr io.Writer) (getOptions, error) {
 	if o.rng != "" {
 		if _, _, err := parseRangeFlag(o.rng); err != nil {
 			return o, err
+		}
+	}
+	if o.data != "" {
+		if !strings.HasPrefix(o.data, "@") || len(o.data) == 1 {
+			return o, fmt.Errorf("--data %q: want @FILE", o.data)
+		}
+		if len(o.mp.paths) > 0 {
+			return o, errors.New("--data: an MP-H2 download (--path) sends no body")
 		}
 	}
 	if o.smig != "" {
@@ -295,9 +305,12 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 			out.Abort()
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
+	req, err := newGetRequest(ctx, o)
 	if err != nil {
 		return err
+	}
+	if req.Body != nil {
+		defer req.Body.Close()
 	}
 	req.Header.Set("User-Agent", "shunt-get")
 	if o.rng != "" {
@@ -383,6 +396,40 @@ func runGetSingle(ctx context.Context, o getOptions, gio getIO, rec *getRecord) 
 		fmt.Fprintf(gio.stderr, "verified: %s match the generator\n", check.what)
 	}
 	return nil
+}
+
+// newGetRequest is a GET, or with --data @FILE a POST of FILE, whose body
+// can be opened again for a request sent again.
+func newGetRequest(ctx context.Context, o getOptions) (*http.Request, error) {
+	if o.data == "" {
+		return http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
+	}
+	name := o.data[1:]
+	open := func() (io.ReadCloser, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--data: %w", err)
+		}
+		return f, nil
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("--data %s: not a regular file", name)
+	}
+	body, err := open()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.url.String(), body)
+	if err != nil {
+		body.Close()
+		return nil, err
+	}
+	req.ContentLength, req.GetBody = fi.Size(), open
+	return req, nil
 }
 
 // contentCheck is what a generated object's response must hold.
@@ -493,6 +540,14 @@ func roundTripH2(ctx context.Context, req *http.Request, o getOptions, times *ge
 			return resp, nc, again, err
 		}
 		fmt.Fprintf(stderr, "note: %v; sending the request again on a new connection\n", err)
+		if req.GetBody != nil {
+			body, berr := req.GetBody()
+			if berr != nil {
+				return nil, nil, nil, berr
+			}
+			req = req.Clone(ctx)
+			req.Body = body
+		}
 	}
 }
 
