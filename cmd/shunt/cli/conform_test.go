@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/conform"
 )
@@ -39,7 +40,7 @@ func TestConformShuntGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := conform.Run(context.Background(), shuntGet(mode.args...), "shunt get", conform.Options{TLS: mode.tls, Parallel: 8,
+			rep, err := conform.Run(context.Background(), shuntGet(mode.args...), "shunt get", conform.Options{TLS: mode.tls, Parallel: 8, Timeout: 20 * time.Second, // -race on a loaded CI machine
 				Upload: shuntGet(append(mode.args, "--data", "@"+file)...)})
 			if err != nil {
 				t.Fatal(err)
