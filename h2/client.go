@@ -224,7 +224,6 @@ func (t *Transport) NewClientConn(nc net.Conn) (*ClientConn, error) {
 	if c.cfg.IdleTimeout > 0 {
 		c.idleTimer = time.AfterFunc(c.cfg.IdleTimeout, c.GoAway)
 	}
-	go c.writeLoop()
 	go c.readLoop()
 	if c.cfg.PingInterval > 0 {
 		go c.pingLoop()

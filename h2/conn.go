@@ -40,7 +40,7 @@ type Conn struct {
 	cancel context.CancelFunc
 
 	// Owned by the read goroutine.
-	br   *bufio.Reader
+	br   *connReader
 	rsrc *readErrs // what the framer reads through: says whether the transport failed
 	rfr  *http2.Framer
 	hdec *hpack.Decoder
@@ -89,15 +89,23 @@ type Conn struct {
 
 	pings   map[[8]byte]chan time.Time
 	pingSeq uint64
-	rtts    [rttRingSize]time.Duration
+	rtts    *[rttRingSize]time.Duration // made by the first sample
 	nrtt    int
 
 	resets    resetLimiter
 	handlers  int    // server handlers still running
 	raddr     string // nc.RemoteAddr().String(), made once
 	idleTimer *time.Timer
-	writerEnd chan struct{}
+	// The writer goroutine runs while there is output or an open stream;
+	// a server connection without either has none, nor its buffers
+	// (startWriterLocked, writeLoop). A client's writer runs throughout.
+	writerRunning bool
+	keepWriter    bool
+	writers       sync.WaitGroup
+	// Owned by the running writer.
+	kit       *writeKit
 	sendq     *sendQueue // nil: the kernel's send queue as it is
+	wantSendq bool       // make sendq with the first DATA
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.
@@ -107,7 +115,7 @@ type peerSettings struct {
 	maxStreams      uint32
 	enablePush      bool
 	maxHeaderList   uint32
-	raw             map[http2.SettingID]uint32
+	raw             []http2.Setting // every setting announced, latest value, in order of first mention
 	noRFC7540Prio   bool
 	gotFirst        bool
 	headerTableSize uint32
@@ -122,14 +130,12 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 		client:     client,
 		ctx:        ctx,
 		cancel:     cancel,
-		br:         bufio.NewReaderSize(nc, 16<<10),
-		bw:         bufio.NewWriterSize(sendClock{nc, cfg.SendTimeout}, 64<<10),
+		br:         newConnReader(nc),
 		streams:    make(map[uint32]*stream),
 		sendWin:    flow.NewSend(initialWindowRFC),
 		recvWin:    flow.NewRecv(initialWindowRFC),
 		ourInitial: initialWindowRFC,
 		done:       make(chan struct{}),
-		writerEnd:  make(chan struct{}),
 		peer: peerSettings{
 			maxFrameSize:    defaultMaxFrame,
 			initialWindow:   initialWindowRFC,
@@ -138,7 +144,6 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 			maxHeaderList:   1<<32 - 1,
 			headerTableSize: 4096,
 		},
-		arena: make([]byte, 0, writeBatchBudget+maxDataFrame),
 	}
 	c.wcond.L = &c.mu
 	c.slotWait.L = &c.mu
@@ -166,11 +171,12 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	// decoded (Huffman codes are at least 5 bits a byte, so 8/5 of that).
 	c.hdec.SetMaxStringLength((2*int(cfg.MaxHeaderListSize) + int(cfg.MaxReadFrameSize)) * 8 / 5)
 
-	var w = c.bw
+	if client {
+		c.keepWriter = true
+		c.takeWriteBuffers()
+	}
 	if cfg.Trace != nil {
-		c.wfr = http2.NewFramer(&traceWriter{w: w, trace: cfg.Trace}, nil)
-	} else {
-		c.wfr = http2.NewFramer(w, nil)
+		c.wfr = http2.NewFramer(&traceWriter{w: framerOut{c}, trace: cfg.Trace}, nil)
 	}
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
@@ -208,7 +214,21 @@ func (c *Conn) initialSettings() {
 // queueLocked appends a frame for the writer and wakes it.
 func (c *Conn) queueLocked(f wframe) {
 	c.ctrl = append(c.ctrl, f)
-	c.wcond.Signal()
+	c.wakeWriterLocked()
+}
+
+// wakeWriterLocked tells the writer there is work, starting it if none runs.
+func (c *Conn) wakeWriterLocked() {
+	if c.writerRunning {
+		c.wcond.Signal()
+		return
+	}
+	if c.closed {
+		return
+	}
+	c.writerRunning = true
+	c.writers.Add(1)
+	go c.writeLoop()
 }
 
 // queueControlLocked queues a frame the peer provoked (ACKs, RST_STREAM),
@@ -331,6 +351,9 @@ func (c *Conn) Ping(ctx context.Context) (time.Duration, error) {
 
 func (c *Conn) recordRTT(rtt time.Duration) {
 	c.mu.Lock()
+	if c.rtts == nil {
+		c.rtts = new([rttRingSize]time.Duration)
+	}
 	c.rtts[c.nrtt%rttRingSize] = rtt
 	c.nrtt++
 	c.mu.Unlock()
@@ -398,8 +421,12 @@ func (c *Conn) peerMaxFrameSize() uint32 {
 func (c *Conn) PeerSetting(id http2.SettingID) (uint32, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.peer.raw[id]
-	return v, ok
+	for _, s := range c.peer.raw {
+		if s.ID == id {
+			return s.Val, true
+		}
+	}
+	return 0, false
 }
 
 // SetInitialWindowSize announces a new SETTINGS_INITIAL_WINDOW_SIZE. The
@@ -458,7 +485,7 @@ func (c *Conn) maybeFinishLocked() {
 // traceWriter shows each written frame to Config.Trace. The Framer makes one
 // Write per frame, so each p parses as exactly one frame.
 type traceWriter struct {
-	w     *bufio.Writer
+	w     io.Writer
 	trace func(Direction, http2.Frame)
 	r     bytes.Reader
 	fr    *http2.Framer

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shunt-net/shunt/h2/internal/prio"
@@ -33,6 +34,12 @@ func (c *Conn) readLoop() {
 		return
 	}
 	for {
+		if c.br.Buffered() == 0 {
+			// Wait for input here, where the stack is shallow: an idle
+			// connection's goroutine then keeps a small stack. An error
+			// comes back to ReadFrame's read, which reports it.
+			c.br.fill()
+		}
 		f, err := c.rfr.ReadFrame()
 		if err != nil {
 			if !c.readError(err) {
@@ -74,6 +81,7 @@ func (c *Conn) readLoop() {
 	// Discard whatever the peer still sends until it closes or the drain
 	// deadline set by the writer passes, then tear down.
 	io.Copy(io.Discard, c.br)
+	c.br.release()
 	c.close(io.EOF)
 }
 
@@ -284,10 +292,11 @@ func (c *Conn) onSettings(f *http2.SettingsFrame) error {
 }
 
 func (c *Conn) applySettingLocked(s http2.Setting) error {
-	if c.peer.raw == nil {
-		c.peer.raw = make(map[http2.SettingID]uint32)
+	if i := slices.IndexFunc(c.peer.raw, func(r http2.Setting) bool { return r.ID == s.ID }); i >= 0 {
+		c.peer.raw[i].Val = s.Val
+	} else {
+		c.peer.raw = append(c.peer.raw, s)
 	}
-	c.peer.raw[s.ID] = s.Val
 	switch s.ID {
 	case http2.SettingHeaderTableSize:
 		c.encTableSize = min(s.Val, 64<<10) // bound our encoder's memory
@@ -340,7 +349,7 @@ func (c *Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		}
 		if c.connBlocked && c.sendWin.Avail() > 0 {
 			c.connBlocked = false
-			c.wcond.Signal()
+			c.wakeWriterLocked()
 		}
 		return nil
 	}

@@ -116,7 +116,7 @@ func TestSendQueueWaitsForDrain(t *testing.T) {
 }
 
 // TestPacedWriterDelivers runs the engine's paced write path (forced by a
-// 16 KB mark on loopback) with responses of several sizes at once over h2c
+// 32 KB mark on loopback) with responses of several sizes at once over h2c
 // and TLS, each checked by SHA-256, and checks the socket's mark.
 func TestPacedWriterDelivers(t *testing.T) {
 	markOf = func(int, time.Duration) int { return minSendMark }

@@ -64,7 +64,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 	c := newConn(nc, s.Config, false, ctx)
 	c.srv = s
 	if !c.cfg.KernelSendQueue {
-		c.sendq = newSendQueue(nc)
+		c.wantSendq = true
 	}
 	s.mu.Lock()
 	if s.shutdown {
@@ -92,14 +92,13 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 			return err
 		}
 	}
-	go c.writeLoop()
 	if c.cfg.PingInterval > 0 {
 		go c.pingLoop()
 	}
 	stop := context.AfterFunc(ctx, c.GoAway)
 	defer stop()
 	c.readLoop()
-	<-c.writerEnd
+	c.writers.Wait()
 	c.mu.Lock()
 	err := c.err
 	c.mu.Unlock()

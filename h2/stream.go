@@ -359,7 +359,7 @@ func (c *Conn) scheduleLocked(st *stream) {
 		return
 	}
 	c.sched.Add(st.id, st.prio)
-	c.wcond.Signal()
+	c.wakeWriterLocked()
 }
 
 // endSendLocked marks the source finished, with optional trailers.

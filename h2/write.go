@@ -1,8 +1,10 @@
 package h2
 
 import (
+	"bufio"
 	"net"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -48,13 +50,15 @@ type wframe struct {
 // the lock, writes them without it, and flushes only when no work is left, so
 // many frames share one syscall.
 func (c *Conn) writeLoop() {
-	defer close(c.writerEnd)
+	defer c.writers.Done()
+	c.takeWriteBuffers()
 	var batch []wframe
 	dirty, yielded := false, false
 	for {
 		c.mu.Lock()
 		for !c.hasWorkLocked() {
 			if c.closed {
+				c.writerRunning = false
 				c.mu.Unlock()
 				return
 			}
@@ -78,12 +82,26 @@ func (c *Conn) writeLoop() {
 				c.mu.Lock()
 				continue
 			}
+			if !c.keepWriter && c.activePeer+c.activeOurs == 0 {
+				// Idle: no goroutine nor buffers until there is output.
+				c.writerRunning = false
+				c.putWriteBuffersLocked()
+				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
+				c.sched.Reset()
+				c.mu.Unlock()
+				return
+			}
 			c.wcond.Wait()
 		}
 		budget := writeBatchBudget
-		if q := c.sendq; q != nil && c.dataReadyLocked() {
+		if (c.sendq != nil || c.wantSendq) && c.dataReadyLocked() {
 			c.mu.Unlock()
-			if q.paced(time.Now()) {
+			if c.wantSendq {
+				// Made with the first DATA: an idle connection holds none.
+				c.wantSendq = false
+				c.sendq = newSendQueue(c.nc)
+			}
+			if c.sendq != nil && c.sendq.paced(time.Now()) {
 				// Short send queue on a slow link: what is buffered goes
 				// out, then the scheduler picks the next mark's worth once
 				// the kernel would take it, not before.
@@ -94,11 +112,11 @@ func (c *Conn) writeLoop() {
 					}
 					dirty, yielded = false, false
 				}
-				if err := q.waitWritable(); err != nil {
+				if err := c.sendq.waitWritable(); err != nil {
 					c.close(err)
 					return
 				}
-				budget = q.budget(time.Now())
+				budget = c.sendq.budget(time.Now())
 			}
 			c.mu.Lock()
 		}
@@ -133,6 +151,51 @@ func (c *Conn) writeLoop() {
 		dirty = true
 	}
 }
+
+// writeKit is what a running writer writes with: the buffered writer, a
+// Framer writing into it, and the DATA arena. Kits are pooled, so an idle
+// connection holds none.
+type writeKit struct {
+	bw    *bufio.Writer
+	fr    *http2.Framer
+	arena *[writeBatchBudget + maxDataFrame]byte
+}
+
+var writeKits = sync.Pool{New: func() any {
+	k := &writeKit{bw: bufio.NewWriterSize(nil, 64<<10), arena: new([writeBatchBudget + maxDataFrame]byte)}
+	k.fr = http2.NewFramer(k.bw, nil)
+	return k
+}}
+
+// takeWriteBuffers gives the writer a kit.
+func (c *Conn) takeWriteBuffers() {
+	if c.kit != nil {
+		return
+	}
+	c.kit = writeKits.Get().(*writeKit)
+	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout})
+	c.bw, c.arena = c.kit.bw, c.kit.arena[:0]
+	if c.cfg.Trace == nil {
+		c.wfr = c.kit.fr
+	}
+}
+
+// putWriteBuffersLocked returns the kit once the writer has flushed; the
+// lock orders this against the next writer's takeWriteBuffers.
+func (c *Conn) putWriteBuffersLocked() {
+	c.kit.bw.Reset(nil)
+	writeKits.Put(c.kit)
+	c.kit, c.bw, c.arena = nil, nil, nil
+	if c.cfg.Trace == nil {
+		c.wfr = nil
+	}
+}
+
+// framerOut is what a tracing connection's Framer writes to: the writer's
+// current buffered writer.
+type framerOut struct{ c *Conn }
+
+func (w framerOut) Write(p []byte) (int, error) { return w.c.bw.Write(p) }
 
 func (c *Conn) hasWorkLocked() bool {
 	return len(c.ctrl) > 0 || c.dataReadyLocked()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,9 @@ func sniff(c net.Conn, deadline time.Time) (isH2 bool, head []byte, err error) {
 	if err := c.SetReadDeadline(deadline); err != nil {
 		return false, nil, err
 	}
-	buf := make([]byte, len(http2.ClientPreface), maxRequestLine)
+	// Small at first: an h2c connection reads just the preface, and every
+	// byte allocated here is garbage once the engine has read it.
+	buf := make([]byte, len(http2.ClientPreface), 256)
 	n := 0
 	for n < len(buf) {
 		m, err := c.Read(buf[n:])
@@ -37,15 +40,18 @@ func sniff(c net.Conn, deadline time.Time) (isH2 bool, head []byte, err error) {
 	}
 	buf = buf[:n]
 	if string(buf) != http2.ClientPreface {
-		for !bytes.Contains(buf, []byte("\r\n")) && len(buf) < cap(buf) {
-			m, err := c.Read(buf[len(buf):cap(buf)])
+		for !bytes.Contains(buf, []byte("\r\n")) && len(buf) < maxRequestLine {
+			if len(buf) == cap(buf) {
+				buf = slices.Grow(buf, min(cap(buf), maxRequestLine-cap(buf)))
+			}
+			m, err := c.Read(buf[len(buf):min(cap(buf), maxRequestLine)])
 			buf = buf[:len(buf)+m]
 			if err != nil && !bytes.Contains(buf, []byte("\r\n")) {
 				return false, nil, fmt.Errorf("sniff %s: %d bytes without a request line, then %w", c.RemoteAddr(), len(buf), err)
 			}
 		}
 		line, _, ok := bytes.Cut(buf, []byte("\r\n"))
-		if !ok && len(buf) == cap(buf) && startsHTTP1RequestLine(buf) {
+		if !ok && len(buf) == maxRequestLine && startsHTTP1RequestLine(buf) {
 			return false, nil, errRequestLineTooLong
 		}
 		if !ok || !isHTTP1RequestLine(line) {
@@ -104,10 +110,18 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.head) > 0 {
 		n := copy(p, c.head)
 		c.head = c.head[n:]
+		if len(c.head) == 0 {
+			c.head = nil // the sniff buffer (8 KB) goes with it
+		}
 		return n, nil
 	}
 	return c.Conn.Read(p)
 }
+
+// Buffered is how many of the sniffed bytes are still to be read; once
+// none is, reading the connection under it is the same (h2's reader then
+// reads the socket itself).
+func (c *prefixConn) Buffered() int { return len(c.head) }
 
 // ReadFrom keeps the underlying socket's ReadFrom reachable, so net/http still
 // uses sendfile for files on sniffed cleartext connections.

@@ -34,6 +34,9 @@ type Config struct {
 	Conns   int           `param:"conns" help:"idle h2c connections held at once"`
 	Workers int           `param:"workers" help:"server workers: nginx worker_processes, h2o num-threads, shunt GOMAXPROCS"`
 	Settle  time.Duration `param:"settle" help:"wait after the last connection's handshake before reading the RSS"`
+	// Binary runs another build of shunt as the server, to compare builds
+	// in one sweep.
+	Binary string `param:"binary" help:"shunt binary to serve with (default: this program)"`
 }
 
 // DefaultConfig: 5,000 connections to shunt serve, a worker per CPU.
@@ -51,6 +54,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.conns", strconv.Itoa(c.Conns), "want 1 to %d", maxConns)
 	case c.Workers < 1:
 		return experiment.Errorf("params.workers", strconv.Itoa(c.Workers), "want at least 1")
+	case c.Binary != "" && c.Server != peers.Shunt:
+		return experiment.Errorf("params.binary", c.Binary, "only with server shunt")
 	case c.Settle < 0:
 		return experiment.Errorf("params.settle", c.Settle.String(), "want a duration")
 	}
@@ -79,11 +84,17 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		Prefix: origin.Prefix(env.Net.Servers()[0]), MaxConnections: c.Conns + 100}
 	ver := c.Server
 	if c.Server == peers.Shunt {
-		bin, err := origin.ShuntBinary(ctx)
+		bin, err := c.Binary, error(nil)
+		if bin == "" {
+			bin, err = origin.ShuntBinary(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
 		o.Binary, ver = bin, "shunt serve ("+runtime.Version()+")"
+		if c.Binary != "" {
+			ver = "shunt serve (" + c.Binary + ")"
+		}
 	} else if v, err := peers.Version(c.Server); err == nil {
 		ver = v
 	}

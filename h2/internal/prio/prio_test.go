@@ -176,3 +176,29 @@ func BenchmarkSchedulerNext(b *testing.B) {
 		s.Add(id, Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
 	}
 }
+
+// Reset frees only an empty scheduler, which then works as new.
+func TestSchedulerReset(t *testing.T) {
+	var s Scheduler
+	if !s.Reset() {
+		t.Error("a new scheduler is not empty")
+	}
+	s.Add(1, Priority{Urgency: 3})
+	if s.Reset() {
+		t.Error("Reset dropped a ready stream")
+	}
+	if id, ok := s.Next(); !ok || id != 1 {
+		t.Errorf("Next = %d, %v; want 1", id, ok)
+	}
+	s.Remove(1)
+	if !s.Reset() || s.Len() != 0 {
+		t.Error("Reset of an emptied scheduler")
+	}
+	if _, ok := s.Next(); ok {
+		t.Error("Next after Reset returned a stream")
+	}
+	s.Add(5, Priority{Urgency: 1, Incremental: true})
+	if id, ok := s.Next(); !ok || id != 5 {
+		t.Errorf("after Reset, Next = %d, %v; want 5", id, ok)
+	}
+}

@@ -9,7 +9,7 @@ package prio
 // It holds only ready streams; the caller adds a stream when it has something
 // to send and removes it when it has nothing or is blocked by flow control.
 type Scheduler struct {
-	buckets [8]bucket
+	buckets *[8]bucket // made by the first Add; Reset drops it
 	prio    map[uint32]Priority
 }
 
@@ -33,6 +33,7 @@ func (s *Scheduler) Has(id uint32) bool {
 func (s *Scheduler) Add(id uint32, p Priority) {
 	if s.prio == nil {
 		s.prio = make(map[uint32]Priority)
+		s.buckets = new([8]bucket)
 	}
 	if _, ok := s.prio[id]; ok {
 		return
@@ -84,6 +85,16 @@ func (s *Scheduler) Remove(id uint32) {
 	}
 }
 
+// Reset frees an empty scheduler's memory (an idle connection's); it
+// reports whether the scheduler was empty.
+func (s *Scheduler) Reset() bool {
+	if len(s.prio) > 0 {
+		return false
+	}
+	s.buckets, s.prio = nil, nil
+	return true
+}
+
 // Update changes the priority of a ready stream (a PRIORITY_UPDATE frame).
 func (s *Scheduler) Update(id uint32, p Priority) {
 	if _, ok := s.prio[id]; !ok {
@@ -96,6 +107,9 @@ func (s *Scheduler) Update(id uint32, p Priority) {
 // Next returns the stream to send the next frame, or false if none is ready.
 // Calling Next advances the round-robin of incremental streams.
 func (s *Scheduler) Next() (uint32, bool) {
+	if s.buckets == nil {
+		return 0, false
+	}
 	for u := range s.buckets {
 		b := &s.buckets[u]
 		if len(b.seq) > 0 {

@@ -1,0 +1,151 @@
+package h2
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// readBufSize is the read buffer of a connection that is receiving.
+const readBufSize = 16 << 10
+
+var readBufPool = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+
+// connReader buffers a connection's input like a bufio.Reader, but an idle
+// connection holds no buffer: on a TCP socket it reads in the runtime
+// poller's callback and, when the socket is empty, gives its buffer back to
+// a pool while it waits (h2o allocates its buffers lazily the same way). On
+// other connections (TLS, pipes) it holds the buffer while a read blocks.
+type connReader struct {
+	nc   net.Conn
+	pre  sniffedConn     // nc when it returns bytes of its own first, else nil
+	rc   syscall.RawConn // the TCP socket under nc, else nil
+	buf  *[readBufSize]byte
+	r, w int
+}
+
+// sniffedConn is a wrapper that returns bytes read earlier (a server's
+// protocol sniffing) before its connection's; once none is left, reading
+// the connection under it is the same as reading it. tls.Conn has NetConn
+// but no Buffered: its connection carries ciphertext.
+type sniffedConn interface {
+	NetConn() net.Conn
+	Buffered() int
+}
+
+func newConnReader(nc net.Conn) *connReader {
+	cr := &connReader{nc: nc}
+	inner := nc
+	if p, ok := nc.(sniffedConn); ok {
+		cr.pre, inner = p, p.NetConn()
+	}
+	if tc, ok := inner.(*net.TCPConn); ok {
+		if rc, err := tc.SyscallConn(); err == nil {
+			cr.rc = rc
+		}
+	}
+	return cr
+}
+
+func (cr *connReader) Read(p []byte) (int, error) {
+	if cr.r == cr.w {
+		if err := cr.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, cr.buf[cr.r:cr.w])
+	cr.r += n
+	return n, nil
+}
+
+// Buffered is how many bytes a Read returns without reading the connection.
+func (cr *connReader) Buffered() int { return cr.w - cr.r }
+
+// Peek returns the next n bytes (at most readBufSize) without consuming them.
+func (cr *connReader) Peek(n int) ([]byte, error) {
+	for cr.w-cr.r < n {
+		if cr.buf != nil && cr.r > 0 {
+			cr.w = copy(cr.buf[:], cr.buf[cr.r:cr.w])
+			cr.r = 0
+		}
+		if err := cr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	return cr.buf[cr.r : cr.r+n], nil
+}
+
+// fill reads more input after what is buffered; it returns an error only
+// when it read nothing.
+func (cr *connReader) fill() error {
+	if cr.r == cr.w {
+		cr.r, cr.w = 0, 0
+	}
+	if cr.rc == nil || cr.pre != nil && cr.pre.Buffered() > 0 {
+		cr.take()
+		n, err := cr.nc.Read(cr.buf[cr.w:])
+		cr.w += n
+		if n > 0 {
+			return nil
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
+	}
+	var n int
+	var rerr error
+	err := cr.rc.Read(func(fd uintptr) bool {
+		cr.take()
+		for {
+			n, rerr = syscall.Read(int(fd), cr.buf[cr.w:])
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			if cr.w == 0 {
+				cr.release() // nothing buffered: wait without a buffer
+			}
+			return false
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		// A deadline or a close: the net package's error, as Read would say.
+		return &net.OpError{Op: "read", Net: "tcp", Source: cr.nc.LocalAddr(), Addr: cr.nc.RemoteAddr(), Err: unwrapOp(err)}
+	case rerr != nil:
+		return &net.OpError{Op: "read", Net: "tcp", Source: cr.nc.LocalAddr(), Addr: cr.nc.RemoteAddr(), Err: os.NewSyscallError("read", rerr)}
+	case n == 0:
+		return io.EOF
+	}
+	cr.w += n
+	return nil
+}
+
+// unwrapOp drops the raw connection's own OpError around err.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
+}
+
+func (cr *connReader) take() {
+	if cr.buf == nil {
+		cr.buf = readBufPool.Get().(*[readBufSize]byte)
+	}
+}
+
+// release gives the buffer back; the caller has consumed what it held.
+func (cr *connReader) release() {
+	if cr.buf != nil {
+		readBufPool.Put(cr.buf)
+		cr.buf, cr.r, cr.w = nil, 0, 0
+	}
+}
