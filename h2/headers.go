@@ -28,6 +28,7 @@ type headerBlock struct {
 	sawRegular bool
 
 	promised uint32 // PUSH_PROMISE (client role): the promised stream; 0 for HEADERS
+	scan     blockScan
 }
 
 func (c *Conn) onHeadersFrame(f *http2.HeadersFrame) error {
@@ -58,6 +59,9 @@ func (c *Conn) headerFragment(frag []byte, ended bool) error {
 	hb.bytes += len(frag)
 	if hb.frames > maxHeaderBlockFrames || hb.bytes > 2*int(c.cfg.MaxHeaderListSize)+int(c.cfg.MaxReadFrameSize) {
 		return connError{http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("header block of %d frames, %d bytes on stream %d", hb.frames, hb.bytes, hb.id)}
+	}
+	if err := hb.scan.scan(frag); err != nil {
+		return connError{http2.ErrCodeCompression, fmt.Sprintf("HPACK on stream %d: %v", hb.id, err)}
 	}
 	if _, err := c.hdec.Write(frag); err != nil {
 		return connError{http2.ErrCodeCompression, fmt.Sprintf("HPACK on stream %d: %v", hb.id, err)}

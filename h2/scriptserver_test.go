@@ -215,3 +215,16 @@ func TestClientRefusedIsNotProcessed(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotProcessed", err)
 	}
 }
+
+// A dynamic table size update after a field is a COMPRESSION_ERROR (RFC
+// 7541 4.2) even while the dynamic table is empty, where x/net's decoder
+// accepts it.
+func TestClientLateSizeUpdate(t *testing.T) {
+	_, err, rs := serveScript(t, func(rs *scriptServer) {
+		rs.fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 1, append(rawBlock(status200), 0x20))
+	})
+	if err == nil {
+		t.Fatal("the response was accepted")
+	}
+	rs.want(http2.FrameGoAway, http2.ErrCodeCompression)
+}
