@@ -161,6 +161,9 @@ func hpackCases() []*Case {
 		hpackCase("hpack/4.2/2", "a dynamic table size update after a field that entered the dynamic table", bad, func(s *Session) []byte {
 			return hSizeUpdate(hIncremental(head(s), "x-entry", "v"), 100)
 		}),
+		hpackCase("hpack/4.2/5", "a dynamic table size update after a field, the dynamic table empty", bad, func(s *Session) []byte {
+			return hSizeUpdate(head(s), 0)
+		}),
 		hpackCase("hpack/4.2/3", "a dynamic table size update to 0 at the block's start", ok, func(s *Session) []byte { return append(hSizeUpdate(nil, 0), head(s)...) }),
 		hpackCase("hpack/4.2/4", "two dynamic table size updates (0, then 1024) at the block's start", ok, func(s *Session) []byte {
 			return append(hSizeUpdate(hSizeUpdate(nil, 0), 1024), head(s)...)
