@@ -13,9 +13,9 @@ var errLateSizeUpdate = errors.New("dynamic table size update after a field, not
 // skips the strings, to see where size updates are. Malformed input is the
 // decoder's to report; the scan then stops.
 type blockScan struct {
-	field  bool   // a field representation came before
-	need   int    // strings still to come in this representation
-	inInt  bool   // an integer continues in the next bytes
+	field  bool // a field representation came before
+	need   int  // strings still to come in this representation
+	inInt  bool // an integer continues in the next bytes
 	kind   intKind
 	val    uint64
 	shift  uint

@@ -72,9 +72,9 @@ func TestBlockScanLateSizeUpdate(t *testing.T) {
 		block []byte
 		want  error
 	}{
-		{append([]byte{0x20, 0x3f, 0xe1, 0x1f}, literal...), nil},        // 0, then 4096 (5-bit prefix, continued)
-		{append(append([]byte(nil), literal...), 0x20), errLateSizeUpdate}, // after a literal
-		{[]byte{0x88, 0x3f, 0xe1, 0x1f}, errLateSizeUpdate},                // after an indexed field (:status 200)
+		{append([]byte{0x20, 0x3f, 0xe1, 0x1f}, literal...), nil},                                                         // 0, then 4096 (5-bit prefix, continued)
+		{append(append([]byte(nil), literal...), 0x20), errLateSizeUpdate},                                                // after a literal
+		{[]byte{0x88, 0x3f, 0xe1, 0x1f}, errLateSizeUpdate},                                                               // after an indexed field (:status 200)
 		{append([]byte{0x40, 0x01, 'n', 0x7f, 0x05}, append(bytes.Repeat([]byte("v"), 132), 0x20)...), errLateSizeUpdate}, // after a 132-byte value
 	} {
 		for cut := 0; cut <= len(tc.block); cut++ {
