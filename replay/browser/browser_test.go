@@ -177,3 +177,17 @@ func tail(b *bytes.Buffer) string {
 	}
 	return string(s)
 }
+
+// Chromium may resolve the page's host and the proxy's, nothing else: a
+// proxy left out of the rule is unreachable (ERR_PROXY_CONNECTION_FAILED).
+func TestResolverRules(t *testing.T) {
+	for _, tc := range []struct{ url, proxy, want string }{
+		{"http://10.99.0.1:8004/player.html", "127.0.0.1:40000", "MAP * ~NOTFOUND, EXCLUDE 10.99.0.1, EXCLUDE 127.0.0.1"},
+		{"https://[fd00::1]:443/", "", "MAP * ~NOTFOUND, EXCLUDE fd00::1"},
+		{"about:blank", "", "MAP * ~NOTFOUND"},
+	} {
+		if got := resolverRules(tc.url, tc.proxy); got != tc.want {
+			t.Errorf("resolverRules(%q, %q) = %q, want %q", tc.url, tc.proxy, got, tc.want)
+		}
+	}
+}

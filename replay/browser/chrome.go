@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -150,6 +151,21 @@ func (cfg Config) Args(profile string) ([]string, error) {
 	return append(args, "about:blank"), nil
 }
 
+// resolverRules let Chromium resolve the page's host and the proxy's and
+// nothing else (the rule covers address literals too): its own background
+// requests (sign-in, optimisation hints) must not leave the machine, not
+// even as a DNS query.
+func resolverRules(url, proxy string) string {
+	rule := "MAP * ~NOTFOUND"
+	if u, err := neturl.Parse(url); err == nil && u.Hostname() != "" {
+		rule += ", EXCLUDE " + u.Hostname()
+	}
+	if host, _, err := net.SplitHostPort(proxy); err == nil {
+		rule += ", EXCLUDE " + host
+	}
+	return rule
+}
+
 // LoadPage starts a fresh Chromium (new profile), loads url, reads the
 // timings, and kills Chromium and removes the profile, all within ctx.
 func LoadPage(ctx context.Context, cfg Config, url string) (Load, error) {
@@ -180,12 +196,7 @@ func Evaluate(ctx context.Context, cfg Config, url, script string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	// No name but the page's host is resolved (the loads use addresses):
-	// Chromium's own background requests (sign-in, optimisation hints) must
-	// not leave the machine, not even as a DNS query.
-	if u, err := neturl.Parse(url); err == nil && u.Hostname() != "" {
-		args = append([]string{"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + u.Hostname()}, args...)
-	}
+	args = append([]string{"--host-resolver-rules=" + resolverRules(url, cfg.Proxy)}, args...)
 	// Chromium reads commands on fd 3 and writes on fd 4.
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
