@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shunt-net/shunt/estimate"
 	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/server"
 )
@@ -33,11 +34,15 @@ type Config struct {
 	// (split over all), handover (the first path, the next only while it
 	// fails or stalls for HandoverAfter) or interactive (each response whole
 	// on the path expected to finish it first).
-	Mode           mph2.Mode
-	HandoverAfter  time.Duration // 0: multipath's default
-	ConnectTimeout time.Duration // per path dial; 0: mph2's default
-	IdleTimeout    time.Duration // a download with no byte on any path fails; 0: mph2's default
-	ErrorLog       *log.Logger   // one line per failed request; nil: the log package's
+	Mode          mph2.Mode
+	HandoverAfter time.Duration // 0: multipath's default
+	// NoEstimateCache starts every split from even shares. By default the
+	// proxy keeps each path's bandwidth and RTT per origin across responses
+	// (mph2.Client.Cache, MP-H2+FS+BW/L's cache) and splits by them.
+	NoEstimateCache bool
+	ConnectTimeout  time.Duration // per path dial; 0: mph2's default
+	IdleTimeout     time.Duration // a download with no byte on any path fails; 0: mph2's default
+	ErrorLog        *log.Logger   // one line per failed request; nil: the log package's
 	// Progress, if set, is told each path's running total of delivered
 	// bytes of each split response (mph2.Options.Progress).
 	Progress func(path int, delivered int64)
@@ -65,6 +70,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// estimateMaxAge bounds how old a path's cached estimates may be: paths
+// that are mobile links change within minutes.
+const estimateMaxAge = 10 * time.Minute
+
 // Running is a started proxy.
 type Running struct {
 	Addr   string // where it listens
@@ -80,6 +89,9 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
 		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout, Mode: cfg.Mode, HandoverAfter: cfg.HandoverAfter}
+	if !cfg.NoEstimateCache {
+		c.Cache = estimate.NewCache(estimateMaxAge)
+	}
 	tr := &mph2.Transport{Client: c, SplitMin: cfg.SplitMin, Options: mph2.Options{Progress: cfg.Progress}}
 	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
 	srv := &server.Server{Addr: cfg.Listen, Handler: p}

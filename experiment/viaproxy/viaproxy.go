@@ -34,6 +34,11 @@ import (
 //	             each run dials afresh as curl does
 //	mode=direct  curl --interface on path=NAME's source address
 //
+// estimates=true (the default) keeps the proxy's path estimates across
+// responses, primed by one untimed fetch of the first object at the start,
+// as a proxy that has been running has them; estimates=false splits every
+// response evenly at first (MP-H2 without +BW/L).
+//
 // Metrics: time (curl's time_total: the whole fetch as the application sees
 // it, TCP handshakes included), first_byte (time_starttransfer). Counts:
 // bytes, and for mode proxy bytes_PATH (what each path delivered of a split
@@ -44,10 +49,16 @@ type Config struct {
 	Server   string           `param:"server" enum:"shunt,nginx,h2o" help:"the origin server"`
 	SplitMin experiment.Bytes `param:"split_min" help:"shunt proxy's --split-min (0: its default)"`
 	CC       string           `param:"cc" help:"congestion control of the proxy's sockets (per socket) and curl's (the client namespace's default)"`
+	// Estimates keeps the proxy's path estimates across responses (its
+	// default), primed by one untimed fetch of the session's first object
+	// as a proxy that has run a while has them; false splits evenly.
+	Estimates bool `param:"estimates" help:"mode proxy: split by path estimates learned from earlier responses (primed by one untimed fetch), else evenly"`
 }
 
 // DefaultConfig is curl through the proxy from shunt's server, cubic.
-func DefaultConfig() Config { return Config{Mode: "proxy", Server: "shunt", CC: origin.CC} }
+func DefaultConfig() Config {
+	return Config{Mode: "proxy", Server: "shunt", CC: origin.CC, Estimates: true}
+}
 
 // Validate checks the options together.
 func (c Config) Validate() error {
@@ -56,6 +67,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.path", "", "mode direct needs path=NAME")
 	case c.Mode == "proxy" && c.Path != "":
 		return experiment.Errorf("params.path", c.Path, "mode proxy uses every path")
+	case c.Mode == "direct" && !c.Estimates:
+		return experiment.Errorf("params.estimates", "false", "only for mode proxy")
 	case c.SplitMin < 0:
 		return experiment.Errorf("params.split_min", strconv.FormatInt(int64(c.SplitMin), 10), "want a positive size")
 	}
@@ -127,7 +140,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		s.info["via"] = "direct, source address " + s.source
 		return s, nil
 	}
-	cfg := proxy.Config{SplitMin: int64(c.SplitMin)}
+	cfg := proxy.Config{SplitMin: int64(c.SplitMin), NoEstimateCache: !c.Estimates}
 	for _, pi := range paths {
 		cfg.Paths = append(cfg.Paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: c.CC, Source: pi.ClientAddr})
@@ -157,7 +170,20 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if c.SplitMin > 0 {
 		split = strconv.FormatInt(int64(c.SplitMin), 10) + " bytes"
 	}
-	s.info["via"] = "shunt proxy (mph2.Transport over every path, fresh connections per run, split_min " + split + ", " + c.CC + " per socket)"
+	est := "even splits (no estimate cache)"
+	if c.Estimates {
+		est = "path estimates cached across responses, primed by one untimed fetch"
+		if len(env.Objects) > 0 {
+			sz, err := origin.ParseSizes(env.Objects[0])
+			if err == nil {
+				_, err = s.fetch(ctx, sz.Size)
+			}
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("priming the proxy's estimates: %w", err), s.Close())
+			}
+		}
+	}
+	s.info["via"] = "shunt proxy (mph2.Transport over every path, fresh connections per run, split_min " + split + ", " + est + ", " + c.CC + " per socket)"
 	return s, nil
 }
 
@@ -184,7 +210,30 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
-	url := "http://" + s.origin.Addr + origin.ObjectPath(sz.Size)
+	w, err := s.fetch(ctx, sz.Size)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	res := experiment.Result{
+		Metrics: map[string]float64{"time": w.total, "first_byte": w.firstByte},
+		Counts:  map[string]float64{"bytes": float64(sz.Size)},
+		Info:    map[string]string{},
+		Sock:    experiment.SockOpts{CC: s.c.CC, Source: s.source},
+	}
+	if s.px != nil {
+		s.mu.Lock()
+		for i, p := range s.env.Net.Paths() {
+			res.Counts["bytes_"+p.Name] = float64(s.delivered[i])
+		}
+		s.mu.Unlock()
+	}
+	return res, nil
+}
+
+// fetch runs curl for the object of size bytes, through the proxy on fresh
+// connections or directly, and checks the body.
+func (s *Session) fetch(ctx context.Context, size int64) (curlTimes, error) {
+	url := "http://" + s.origin.Addr + origin.ObjectPath(size)
 	args := []string{"-sS", "--fail", "-o", "-", "-w", "%{stderr}" + writeOut}
 	if s.px != nil {
 		s.px.CloseConnections()
@@ -200,37 +249,24 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	cmd.Stderr = &stderr
 	body, err := cmd.StdoutPipe()
 	if err != nil {
-		return experiment.Result{}, err
+		return curlTimes{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return experiment.Result{}, err
+		return curlTimes{}, err
 	}
 	h := sha256.New()
 	n, cerr := io.Copy(h, body)
 	if err := errors.Join(cerr, cmd.Wait()); err != nil {
-		return experiment.Result{}, fmt.Errorf("curl %s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
+		return curlTimes{}, fmt.Errorf("curl %s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	if want := content.Digest(sz.Size); n != sz.Size || [32]byte(h.Sum(nil)) != want {
-		return experiment.Result{}, fmt.Errorf("curl %s: %d bytes, SHA-256 %x; want %d bytes, %x", url, n, h.Sum(nil), sz.Size, want)
+	if want := content.Digest(size); n != size || [32]byte(h.Sum(nil)) != want {
+		return curlTimes{}, fmt.Errorf("curl %s: %d bytes, SHA-256 %x; want %d bytes, %x", url, n, h.Sum(nil), size, want)
 	}
 	w, err := parseWriteOut(stderr.String())
 	if err != nil {
-		return experiment.Result{}, fmt.Errorf("curl %s: %w", url, err)
+		return curlTimes{}, fmt.Errorf("curl %s: %w", url, err)
 	}
-	res := experiment.Result{
-		Metrics: map[string]float64{"time": w.total, "first_byte": w.firstByte},
-		Counts:  map[string]float64{"bytes": float64(n)},
-		Info:    map[string]string{},
-		Sock:    experiment.SockOpts{CC: s.c.CC, Source: s.source},
-	}
-	if s.px != nil {
-		s.mu.Lock()
-		for i, p := range s.env.Net.Paths() {
-			res.Counts["bytes_"+p.Name] = float64(s.delivered[i])
-		}
-		s.mu.Unlock()
-	}
-	return res, nil
+	return w, nil
 }
 
 // writeOut is curl's -w after %{stderr}: the last line of its stderr.

@@ -14,7 +14,7 @@ import (
 
 var proxyCmd = &Command{
 	Name:  "proxy",
-	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--insecure] [--connect-timeout D] [--idle-timeout D]",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D]",
 	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
 }
 
@@ -43,6 +43,7 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		"or interactive (each response whole on the path expected to finish it first)")
 	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`")
 	splitMin := fs.String("split-min", "", "split responses of at least `SIZE` over the paths, smaller ones stay on the first (default 256KiB)")
+	fs.BoolVar(&cfg.NoEstimateCache, "no-estimate-cache", false, "split every response evenly at first instead of by each path's bandwidth and RTT learned from earlier responses to the same origin")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "do not verify the certificates of https origins the proxy fetches itself (absolute https URLs; CONNECT is the application's TLS)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 0, "give up dialing a path after `D` (default 15s)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "fail a response when no path has delivered a byte for `D` (default 2m); a path's outage alone is waited out")
