@@ -25,6 +25,9 @@ type connReader struct {
 	rc   syscall.RawConn // the TCP socket under nc, else nil
 	buf  *[readBufSize]byte
 	r, w int
+	// pending is prefill's error, for the next Read: errors are reported
+	// once by the socket (a reset reads as EOF afterwards).
+	pending error
 }
 
 // sniffedConn is a wrapper that returns bytes read earlier (a server's
@@ -52,6 +55,10 @@ func newConnReader(nc net.Conn) *connReader {
 
 func (cr *connReader) Read(p []byte) (int, error) {
 	if cr.r == cr.w {
+		if err := cr.pending; err != nil {
+			cr.pending = nil
+			return 0, err
+		}
 		if err := cr.fill(); err != nil {
 			return 0, err
 		}
@@ -59,6 +66,14 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	n := copy(p, cr.buf[cr.r:cr.w])
 	cr.r += n
 	return n, nil
+}
+
+// prefill waits for input and reads it when nothing is buffered; its error
+// is the next Read's.
+func (cr *connReader) prefill() {
+	if cr.r == cr.w && cr.pending == nil {
+		cr.pending = cr.fill()
+	}
 }
 
 // Buffered is how many bytes a Read returns without reading the connection.
@@ -114,6 +129,9 @@ func (cr *connReader) fill() error {
 		}
 		return true
 	})
+	if (err != nil || rerr != nil || n == 0) && cr.w == 0 {
+		cr.release() // the end, or an error: no bytes to keep
+	}
 	switch {
 	case err != nil:
 		// A deadline or a close: the net package's error, as Read would say.

@@ -34,12 +34,10 @@ func (c *Conn) readLoop() {
 		return
 	}
 	for {
-		if c.br.Buffered() == 0 {
-			// Wait for input here, where the stack is shallow: an idle
-			// connection's goroutine then keeps a small stack. An error
-			// comes back to ReadFrame's read, which reports it.
-			c.br.fill()
-		}
+		// Wait for input here, where the stack is shallow: an idle
+		// connection's goroutine then keeps a small stack. An error comes
+		// back to ReadFrame's read, which reports it.
+		c.br.prefill()
 		f, err := c.rfr.ReadFrame()
 		if err != nil {
 			if !c.readError(err) {
