@@ -34,16 +34,12 @@ func serveScript(t *testing.T, script func(rs *scriptServer)) (body []byte, err 
 	defer ln.Close()
 	rs = &scriptServer{t: t, frames: make(chan http2.Frame, 100)}
 	go func() {
-		nc, err := ln.Accept()
+		nc, fr, err := acceptPreface(ln)
 		if err != nil {
 			return
 		}
 		defer nc.Close()
-		br := bufio.NewReader(nc)
-		if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
-			return
-		}
-		rs.fr = http2.NewFramer(nc, br)
+		rs.fr = fr
 		for { // up to the request's HEADERS
 			f, err := rs.fr.ReadFrame()
 			if err != nil {
@@ -81,6 +77,20 @@ func serveScript(t *testing.T, script func(rs *scriptServer)) (body []byte, err 
 	defer resp.Body.Close()
 	body, err = io.ReadAll(resp.Body)
 	return body, err, rs
+}
+
+// acceptPreface accepts a connection and reads the client's preface.
+func acceptPreface(ln net.Listener) (net.Conn, *http2.Framer, error) {
+	nc, err := ln.Accept()
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReader(nc)
+	if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, http2.NewFramer(nc, br), nil
 }
 
 // want waits for the client's GOAWAY or RST_STREAM with code.
@@ -182,14 +192,11 @@ func TestClientRefusedIsNotProcessed(t *testing.T) {
 	}
 	defer ln.Close()
 	go func() {
-		nc, err := ln.Accept()
+		nc, fr, err := acceptPreface(ln)
 		if err != nil {
 			return
 		}
 		defer nc.Close()
-		br := bufio.NewReader(nc)
-		io.ReadFull(br, make([]byte, len(http2.ClientPreface)))
-		fr := http2.NewFramer(nc, br)
 		for {
 			f, err := fr.ReadFrame()
 			if err != nil {
