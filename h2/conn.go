@@ -42,9 +42,12 @@ type Conn struct {
 	// Owned by the read goroutine.
 	br   *connReader
 	rsrc *readErrs // what the framer reads through: says whether the transport failed
-	rfr  *http2.Framer
-	hdec *hpack.Decoder
-	hb   headerBlock
+	// nextType is the type of the frame ReadFrame reads (frameTypeUnknown
+	// if its header was not buffered yet), to tell the framer's stream errors apart.
+	nextType int
+	rfr      *http2.Framer
+	hdec     *hpack.Decoder
+	hb       headerBlock
 
 	// Owned by the write goroutine.
 	bw      *bufio.Writer

@@ -38,6 +38,12 @@ func (c *Conn) readLoop() {
 		// connection's goroutine then keeps a small stack. An error comes
 		// back to ReadFrame's read, which reports it.
 		c.br.prefill()
+		c.nextType = frameTypeUnknown
+		if c.br.Buffered() >= frameHeaderLen { // no read: the header is here
+			if h, err := c.br.Peek(frameHeaderLen); err == nil {
+				c.nextType = int(h[3])
+			}
+		}
 		f, err := c.rfr.ReadFrame()
 		if err != nil {
 			if !c.readError(err) {
@@ -83,6 +89,10 @@ func (c *Conn) readLoop() {
 	c.close(io.EOF)
 }
 
+// frameTypeUnknown marks a frame whose header was not buffered when the
+// read loop looked.
+const frameTypeUnknown = -1
+
 // readErrs passes reads through and keeps the first error the transport
 // returned, so a framer error can be told from a failed connection.
 type readErrs struct {
@@ -103,6 +113,11 @@ func (c *Conn) readError(err error) bool {
 	var se http2.StreamError
 	var ce http2.ConnectionError
 	switch {
+	case errors.As(err, &se) && c.nextType != int(http2.FrameWindowUpdate):
+		// The framer's other stream error is a HEADERS frame whose padding
+		// is longer than the frame: a connection error (RFC 9113 6.2), and
+		// its field block, never decoded, would leave HPACK out of step.
+		c.fail(connError{http2.ErrCodeProtocol, fmt.Sprintf("malformed frame on stream %d (HEADERS padding longer than the frame)", se.StreamID)})
 	case errors.As(err, &se):
 		c.mu.Lock()
 		c.handleErrLocked(streamError{se.StreamID, se.Code, fmt.Sprint(se.Cause)})

@@ -235,3 +235,24 @@ func TestClientLateSizeUpdate(t *testing.T) {
 	}
 	rs.want(http2.FrameGoAway, http2.ErrCodeCompression)
 }
+
+// HEADERS whose padding is longer than the frame is a connection error
+// (RFC 9113 6.2); x/net's framer calls it a stream error, and the client
+// reset the stream. A zero WINDOW_UPDATE on a stream stays a stream error.
+func TestClientHeadersPaddingTooLong(t *testing.T) {
+	_, err, rs := serveScript(t, func(rs *scriptServer) {
+		rs.fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersPadded, 1, append([]byte{250}, rawBlock(status200)...))
+	})
+	if err == nil {
+		t.Fatal("the response was accepted")
+	}
+	rs.want(http2.FrameGoAway, http2.ErrCodeProtocol)
+	_, err, rs = serveScript(t, func(rs *scriptServer) {
+		rs.fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1, rawBlock(status200))
+		rs.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 1, []byte{0, 0, 0, 0})
+	})
+	if err == nil {
+		t.Fatal("the response survived a zero WINDOW_UPDATE")
+	}
+	rs.want(http2.FrameRSTStream, http2.ErrCodeProtocol)
+}
