@@ -8,8 +8,9 @@ import (
 )
 
 // WriteText prints the report like h2spec: cases grouped by section, the
-// expected and actual reaction under each failure, and the totals.
-func (r *Report) WriteText(w io.Writer) {
+// expected and actual reaction under each failure (under every case when
+// verbose), and the totals.
+func (r *Report) WriteText(w io.Writer, verbose bool) {
 	mode := "h2c (prior knowledge)"
 	if r.TLS {
 		mode = "TLS (ALPN h2)"
@@ -25,7 +26,7 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "\n  %s\n", section)
 		}
 		fmt.Fprintf(w, "    %s %s: %s\n", cr.Verdict, cr.Case.ID, cr.Case.Desc)
-		if cr.Verdict != Pass {
+		if cr.Verdict != Pass || verbose {
 			fmt.Fprintf(w, "        expected: %s\n          actual: %s\n", cr.Case.Expect, cr.Detail)
 		}
 	}

@@ -100,7 +100,7 @@ func TestConformPeers(t *testing.T) {
 				t.Fatal(err)
 			}
 			var text bytes.Buffer
-			rep.WriteText(&text)
+			rep.WriteText(&text, false)
 			if testing.Verbose() || os.Getenv("CONFORM_REPORT") != "" {
 				t.Log("\n" + text.String())
 			}

@@ -14,7 +14,7 @@ import (
 
 var conformCmd = &Command{
 	Name:  "conform",
-	Usage: "conform --client [--tls|--h2c] [--run 'CMD {url}'] [--run-upload 'CMD {file} {url}'] [--case PATTERN] [--junit FILE] [--timeout D] [--parallel N] [--list]",
+	Usage: "conform --client [--tls|--h2c] [--run 'CMD {url}'] [--run-upload 'CMD {file} {url}'] [--case PATTERN] [--junit FILE] [--timeout D] [--parallel N] [-v] [--list]",
 	Short: "HTTP/2 client conformance: a hostile server runs each case against a client command",
 }
 
@@ -41,6 +41,7 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	timeout := fs.Duration("timeout", 5*time.Second, "give each case's client `DURATION` before killing it")
 	parallel := fs.Int("parallel", 4, "run `N` cases at once")
 	list := fs.Bool("list", false, "list the cases and exit")
+	verbose := fs.Bool("v", false, "say what the client did in every case, not only in those it failed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil && rep == nil {
 		return err
 	}
-	rep.WriteText(stdout)
+	rep.WriteText(stdout, *verbose)
 	if jw != nil {
 		if werr := rep.WriteJUnit(jw); werr != nil {
 			return fmt.Errorf("--junit: %w", werr)

@@ -48,7 +48,7 @@ func TestConformShuntGet(t *testing.T) {
 			pass, fail, skip := rep.Count()
 			if fail+skip > 0 {
 				var b bytes.Buffer
-				rep.WriteText(&b)
+				rep.WriteText(&b, false)
 				t.Errorf("%d passed, %d failed, %d skipped:\n%s", pass, fail, skip, failures(b.String()))
 			}
 			if pass < 146 {
