@@ -18,12 +18,16 @@ import (
 // frame; what the client sends is read and dropped.
 type rawServer struct {
 	fr *http2.Framer
+	// requests gets the stream of each request's HEADERS as it is read: a
+	// response sent before it would be HEADERS on an idle stream.
+	requests chan uint32
 }
 
 func newRawServer(t *testing.T) (*ClientConn, *rawServer) {
 	t.Helper()
 	cn, sn := net.Pipe()
 	t.Cleanup(func() { cn.Close(); sn.Close() })
+	rs := &rawServer{fr: http2.NewFramer(sn, nil), requests: make(chan uint32, 16)}
 	go func() {
 		preface := make([]byte, len(http2.ClientPreface))
 		if _, err := io.ReadFull(sn, preface); err != nil {
@@ -31,12 +35,15 @@ func newRawServer(t *testing.T) (*ClientConn, *rawServer) {
 		}
 		fr := http2.NewFramer(io.Discard, sn)
 		for {
-			if _, err := fr.ReadFrame(); err != nil {
+			f, err := fr.ReadFrame()
+			if err != nil {
 				return
+			}
+			if h, ok := f.(*http2.HeadersFrame); ok {
+				rs.requests <- h.StreamID
 			}
 		}
 	}()
-	rs := &rawServer{fr: http2.NewFramer(sn, nil)}
 	ready := make(chan *ClientConn, 1)
 	go func() {
 		cc, err := (&Transport{AllowHTTP: true}).NewClientConn(cn)
@@ -74,6 +81,7 @@ func TestContinuationKeepsContentLength(t *testing.T) {
 			a, sa := newRawServer(t)
 			b, sb := newRawServer(t)
 			go func() {
+				<-sa.requests
 				var hb bytes.Buffer
 				enc := hpack.NewEncoder(&hb)
 				enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
