@@ -19,8 +19,8 @@ import (
 
 var playCmd = &Command{
 	Name:  "play",
-	Usage: "play DIR|DIR/video.mpd [--mode single|mph2|mph2-fs|mph2-fs-bwl|msplayer|mhttp|mptcp] [--abr exo|bola] [--segments N] [--chunk SIZE] [--json FILE] [link options]",
-	Short: "play a DASH video made by scripts/dash-content with the Go player and print bitrate, stalls and switches",
+	Usage: "play DIR|DIR/video.mpd [--mode single|mph2|mph2-fs|mph2-fs-bwl|msplayer|mhttp|mptcp|proxy] [--abr exo|bola] [--player go|dashjs] [--segments N] [--chunk SIZE] [--json FILE] [link options]",
+	Short: "play a DASH video made by scripts/dash-content with the Go player or dash.js in Chromium and print bitrate, stalls and switches",
 }
 
 func init() {
