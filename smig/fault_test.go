@@ -362,8 +362,23 @@ func TestPrimaryRedialRebinds(t *testing.T) {
 	primary.Close()
 	tally := faults.New(t)
 	tally.Interrupted()
-	// The first download after the loss may still go unmigrated while the
-	// new pool opens; the server asks for a connection and the next ones move.
+	// The first request after the loss may still find the closed primary
+	// before its reader noticed (then it fails, naming the closed
+	// connection), or go unmigrated while the new pool opens; the server
+	// asks for a connection and the next ones move.
+	req0, _ := http.NewRequest("GET", base+"/gen/4194304", nil)
+	if res, err := tr.RoundTrip(req0); err != nil {
+		if !errors.Is(err, h2.ErrConnClosed) {
+			t.Fatalf("first request after the loss: %v, want a verified body or h2.ErrConnClosed", err)
+		}
+		tally.Count(faults.Failed)
+	} else {
+		o, n, err := tally.Read(res.Body, faults.Gen(4<<20, 0))
+		res.Body.Close()
+		if o != faults.Verified {
+			t.Fatalf("first request after the loss: %v after %d bytes: %v", o, n, err)
+		}
+	}
 	for i := 0; i < 3; i++ {
 		fetch(t, tr, base+"/gen/4194304", 4<<20)
 	}
