@@ -338,18 +338,35 @@ func (s *Scheduler) OnStart(now time.Time) []Action {
 
 // initialPath is the path that asks for an object of unknown size: the
 // mode's path in use, or in Aggregate the primary, unless it has a budget
-// and another path has none.
+// and another path has none, or every path has a cached bandwidth: then the
+// fastest. Its whole-object GET carries the object's head, which an
+// application reading the body in order sees first: on a slow head a
+// player that judges a request by its progress (dash.js) abandons it
+// before the other paths' shares can count.
 func (s *Scheduler) initialPath() (PathID, bool) {
 	ws := s.workPaths()
 	if len(ws) == 0 {
 		return 0, false
 	}
+	var free []PathID
 	for _, p := range ws {
 		if s.budget(p) == 0 {
-			return p, true
+			free = append(free, p)
 		}
 	}
-	return ws[0], true
+	if len(free) == 0 {
+		return ws[0], true
+	}
+	best := free[0]
+	for _, p := range free {
+		if s.paths[p].prior.Bandwidth <= 0 {
+			return free[0], true
+		}
+		if s.paths[p].prior.Bandwidth > s.paths[best].prior.Bandwidth {
+			best = p
+		}
+	}
+	return best, true
 }
 
 // requestInitial asks path p for the whole object of unknown size; a path

@@ -299,3 +299,32 @@ func TestNoPipeliningBehindCredit(t *testing.T) {
 		}
 	}
 }
+
+// With a cached bandwidth for every path, the whole-object GET of an object
+// of unknown size goes on the fastest path, so its head (what an in-order
+// reader sees first) comes at that path's rate; the other path takes a
+// later part. Without one for every path, the primary asks.
+func TestUnknownSizeHeadOnFastestPath(t *testing.T) {
+	slow := estimate.Path{Bandwidth: 3e6 / 8, RTT: 28 * time.Millisecond}
+	fast := estimate.Path{Bandwidth: 7e6 / 8, RTT: 65 * time.Millisecond}
+	s := mustNew(t, Config{Paths: 2, Size: -1, Prior: []estimate.Path{slow, fast}})
+	req := kinds(s.OnStart(ms(0)), Request)
+	if len(req) != 1 || req[0].Path != 1 || req[0].Start != 0 || req[0].End != -1 {
+		t.Fatalf("OnStart requests %v, want the whole object on path 1 (7 Mbit/s)", req)
+	}
+	more, err := s.OnHeaders(ms(70), req[0].Stream, 200, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := kinds(more, Request)
+	if len(rest) != 1 || rest[0].Path != 0 || rest[0].Start <= 0 || rest[0].End != 4<<20 {
+		t.Errorf("after the size: requests %v, want path 0 to take a later part up to the end", rest)
+	}
+	if err := s.check(); err != nil {
+		t.Error(err)
+	}
+	partial := mustNew(t, Config{Paths: 2, Size: -1, Prior: []estimate.Path{{}, fast}})
+	if req := kinds(partial.OnStart(ms(0)), Request); len(req) != 1 || req[0].Path != 0 {
+		t.Errorf("partial prior: requests %v, want the primary", req)
+	}
+}
