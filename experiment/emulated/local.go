@@ -4,9 +4,11 @@ import (
 	"context"
 	"net"
 	"os/exec"
+	"strconv"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // Local is this machine as a network without emulation: client and server
@@ -14,6 +16,16 @@ import (
 // experiments on it when no link is asked for, through the same Start and
 // Run as over emulated links; nothing is built, so it needs no root.
 func Local() experiment.Network { return local{} }
+
+// LocalPort is a TCP port free on this machine's loopback now: where an
+// experiment's server listens on Local().
+func LocalPort() (int, error) {
+	port, err := peers.FreePort("127.0.0.1")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(port)
+}
 
 type local struct{}
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -44,11 +43,10 @@ func TestLocal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				port, err := peers.FreePort("127.0.0.1")
+				p, err := emulated.LocalPort()
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, _ := strconv.Atoi(port)
 				s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard, Objects: []experiment.Object{obj}}, c)
 				if err != nil {
 					t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -26,11 +25,10 @@ func TestLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		port, err := peers.FreePort("127.0.0.1")
+		p, err := emulated.LocalPort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _ := strconv.Atoi(port)
 		s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard, Objects: []experiment.Object{obj}}, c)
 		if err != nil {
 			t.Fatalf("%v: %v", params, err)

@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/emulated"
-	"github.com/shunt-net/shunt/peers"
 )
 
 // startLocal starts the experiment with params on this machine's loopback.
@@ -25,11 +23,10 @@ func startLocal(t *testing.T, params map[string]string) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := peers.FreePort("127.0.0.1")
+	p, err := emulated.LocalPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := strconv.Atoi(port)
 	s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
 	if err != nil {
 		t.Fatalf("%v: %v", params, err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/experiment/video"
-	"github.com/shunt-net/shunt/peers"
 )
 
 var playCmd = &Command{
@@ -74,11 +72,7 @@ func runPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		env.Port = playPort
 	} else {
 		env.Condition.Name, env.Net = "loopback", emulated.Local()
-		port, err := peers.FreePort("127.0.0.1")
-		if err != nil {
-			return err
-		}
-		if env.Port, err = strconv.Atoi(port); err != nil {
+		if env.Port, err = emulated.LocalPort(); err != nil {
 			return err
 		}
 	}
