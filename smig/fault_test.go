@@ -96,18 +96,7 @@ func startFaultServer(t *testing.T, p Policy, fn *faultNet, tlsCfg ...*tls.Confi
 			fn.mu.Lock()
 			fn.server[nc.RemoteAddr().String()] = g
 			fn.mu.Unlock()
-			wg.Go(func() {
-				var nc net.Conn = g
-				if tc != nil {
-					sc := tls.Server(g, tc)
-					if sc.HandshakeContext(ctx) != nil {
-						g.Close()
-						return
-					}
-					nc = sc
-				}
-				srv.ServeConn(ctx, nc, nil)
-			})
+			wg.Go(func() { serveConn(ctx, srv, g, tc) })
 		}
 	})
 	t.Cleanup(func() {

@@ -77,15 +77,7 @@ func startServerTLS(t *testing.T, p Policy, enabled bool, tlsCfg *tls.Config, mw
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if tlsCfg != nil {
-					tc := tls.Server(nc, tlsCfg)
-					if tc.HandshakeContext(ctx) != nil {
-						nc.Close()
-						return
-					}
-					nc = tc
-				}
-				srv.ServeConn(ctx, nc, nil)
+				serveConn(ctx, srv, nc, tlsCfg)
 			}()
 		}
 	}()
@@ -115,6 +107,20 @@ func fetch(t *testing.T, rt http.RoundTripper, url string, size int64) *http.Res
 		t.Fatalf("%s: read %d of %d bytes: %v", url, n, size, err)
 	}
 	return res
+}
+
+// serveConn serves one accepted test connection, after a TLS handshake
+// when tlsCfg is set (a failed one closes it).
+func serveConn(ctx context.Context, srv *h2.Server, nc net.Conn, tlsCfg *tls.Config) {
+	if tlsCfg != nil {
+		tc := tls.Server(nc, tlsCfg)
+		if tc.HandshakeContext(ctx) != nil {
+			nc.Close()
+			return
+		}
+		nc = tc
+	}
+	srv.ServeConn(ctx, nc, nil)
 }
 
 // waitBound waits until the client's pool has a bound idle connection, so
