@@ -333,12 +333,18 @@ func (s *Session) verify(seg dash.Segment, data []byte) error {
 	if err != nil {
 		return err
 	}
-	want, ok := s.sums[u.Path]
+	return s.matches(u.Path, sha256.Sum256(data), int64(len(data)))
+}
+
+// matches checks the SHA-256 of n bytes a player received against the
+// served file at path.
+func (s *Session) matches(path string, sum [32]byte, n int64) error {
+	want, ok := s.sums[path]
 	if !ok {
 		return errors.New("no such file in the content directory")
 	}
-	if sha256.Sum256(data) != want {
-		return errors.New("SHA-256 differs from the served file")
+	if sum != want {
+		return fmt.Errorf("SHA-256 of the %d bytes received differs from the served file", n)
 	}
 	return nil
 }
