@@ -40,6 +40,9 @@ type Hinted struct {
 	Cost         []float64
 	PingInterval time.Duration // default 100 ms
 	TailCheck    time.Duration // how often a transfer with a tail threshold is looked at; default 5 ms
+	// Placed, if set, is told of every object RoundTrip returns: the hint
+	// the request's headers gave and where the object came from.
+	Placed func(req *http.Request, hint hints.Hint, g *Got)
 
 	mu      sync.Mutex
 	u       *url.URL
@@ -542,9 +545,13 @@ func (h *Hinted) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
 		return nil, fmt.Errorf("mph2: Hinted handles plain GETs only (got %s)", req.Method)
 	}
-	g, err := h.Get(req.Context(), req.URL.String(), hints.FromHeaders(req.Header), req.Header)
+	hint := hints.FromHeaders(req.Header)
+	g, err := h.Get(req.Context(), req.URL.String(), hint, req.Header)
 	if err != nil {
 		return nil, err
+	}
+	if h.Placed != nil {
+		h.Placed(req, hint, g)
 	}
 	hd := g.Header.Clone()
 	hd.Set("Content-Length", strconv.Itoa(len(g.Body)))

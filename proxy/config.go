@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/shunt-net/shunt/estimate"
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/server"
 )
@@ -46,6 +48,26 @@ type Config struct {
 	// Progress, if set, is told each path's running total of delivered
 	// bytes of each split response (mph2.Options.Progress).
 	Progress func(path int, delivered int64)
+
+	// Policy, if set, places plain GETs instead of Mode (issue 19): each
+	// origin gets one HTTP/2 connection per path (mph2.Hinted), and each
+	// request goes where the policy puts its hint, read from the
+	// application's headers (hints.FromHeaders). A browser sends what that
+	// needs (Sec-Fetch-Dest, RFC 9218 Priority) over HTTP/2 to an HTTPS
+	// proxy (TLS) and, for an http:// origin, only if it counts the origin
+	// as trustworthy; over HTTP/1.1 there is no Priority, so every script
+	// counts as parser-blocking. Other methods still go over MP-H2.
+	Policy *hints.Policy
+	// Cost is each path's cost per byte for the policy ("cheap"); nil: all 0.
+	Cost []float64
+	// Placed, if set, is told where the policy put each GET: its URL, the
+	// hint its headers gave, and the path whose response was used.
+	Placed func(url string, hint hints.Hint, path int)
+	// TLS serves the proxy over TLS (an HTTPS proxy, with a self-signed
+	// certificate), so a browser speaks HTTP/2 to it, with a request's
+	// urgency in its Priority field, instead of HTTP/1.1 on at most six
+	// connections per origin.
+	TLS bool
 }
 
 // Validate names the first field that is wrong.
@@ -64,6 +86,9 @@ func (c Config) Validate() error {
 		}
 		seen[name] = true
 	}
+	if c.Cost != nil && len(c.Cost) != len(c.Paths) {
+		return fmt.Errorf("proxy: Cost: %d costs for %d paths", len(c.Cost), len(c.Paths))
+	}
 	if c.SplitMin < 0 || c.ConnectTimeout < 0 || c.IdleTimeout < 0 || c.HandoverAfter < 0 {
 		return fmt.Errorf("proxy: SplitMin %d, ConnectTimeout %v, IdleTimeout %v, HandoverAfter %v: negative", c.SplitMin, c.ConnectTimeout, c.IdleTimeout, c.HandoverAfter)
 	}
@@ -78,6 +103,7 @@ const estimateMaxAge = 10 * time.Minute
 type Running struct {
 	Addr   string // where it listens
 	client *mph2.Client
+	hinted *hintedTransport // nil without a policy
 	done   chan error
 }
 
@@ -87,14 +113,22 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
-		DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout, Mode: cfg.Mode, HandoverAfter: cfg.HandoverAfter}
+	newClient := func() *mph2.Client {
+		return &mph2.Client{Paths: cfg.Paths, TLSConfig: &tls.Config{InsecureSkipVerify: cfg.Insecure},
+			DialTimeout: cfg.ConnectTimeout, StallTimeout: cfg.IdleTimeout, Mode: cfg.Mode, HandoverAfter: cfg.HandoverAfter}
+	}
+	c := newClient()
 	if !cfg.NoEstimateCache {
 		c.Cache = estimate.NewCache(estimateMaxAge)
 	}
-	tr := &mph2.Transport{Client: c, SplitMin: cfg.SplitMin, Options: mph2.Options{Progress: cfg.Progress}}
+	var tr http.RoundTripper = &mph2.Transport{Client: c, SplitMin: cfg.SplitMin, Options: mph2.Options{Progress: cfg.Progress}}
+	var hinted *hintedTransport
+	if cfg.Policy != nil {
+		hinted = &hintedTransport{newClient: newClient, policy: cfg.Policy, cost: cfg.Cost, placed: cfg.Placed, next: tr}
+		tr = hinted
+	}
 	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
-	srv := &server.Server{Addr: cfg.Listen, Handler: p}
+	srv := &server.Server{Addr: cfg.Listen, Handler: p, TLS: cfg.TLS}
 	ln := cfg.Listener
 	if ln == nil {
 		var err error
@@ -102,14 +136,14 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			return nil, err
 		}
 	}
-	r := &Running{Addr: ln.Addr().String(), client: c, done: make(chan error, 1)}
+	r := &Running{Addr: ln.Addr().String(), client: c, hinted: hinted, done: make(chan error, 1)}
 	p.Self = []string{r.Addr}
 	if host, port, _ := net.SplitHostPort(r.Addr); host == "0.0.0.0" || host == "::" {
 		p.Self = append(p.Self, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port))
 	}
 	go func() {
 		err := srv.Serve(ctx, ln)
-		c.Close()
+		r.CloseConnections()
 		r.done <- err
 	}()
 	return r, nil
@@ -117,7 +151,12 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 
 // CloseConnections closes the proxy's connections to origins; the next
 // request opens fresh ones (a measurement that wants no warm connections).
-func (r *Running) CloseConnections() { r.client.Close() }
+func (r *Running) CloseConnections() {
+	r.client.Close()
+	if r.hinted != nil {
+		r.hinted.closeAll()
+	}
+}
 
 // Wait returns once the proxy has stopped.
 func (r *Running) Wait() error {

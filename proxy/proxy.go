@@ -64,6 +64,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Body = http.NoBody
 	}
 	out.Header = forwardHeader(r.Header)
+	if r.ProtoMajor >= 2 && out.Header.Get("Priority") == "" {
+		// RFC 9218: over HTTP/2 and 3 an absent Priority means its defaults
+		// (Chromium leaves it out for async scripts); over HTTP/1.1 absent
+		// means unknown. Say it, so a hinted transport can tell them apart.
+		out.Header.Set("Priority", "u=3")
+	}
 	out.Header.Add("Via", fmt.Sprintf("%d.%d %s", r.ProtoMajor, r.ProtoMinor, via))
 	out.Host = target.Host
 	res, err := p.Transport.RoundTrip(out)

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/multipath"
 	"github.com/shunt-net/shunt/proxy"
 )
 
 var proxyCmd = &Command{
 	Name:  "proxy",
-	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D]",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D] [--policy NAME|FILE [--expensive NAME]...] [--tls]",
 	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
 }
 
@@ -47,6 +51,14 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "do not verify the certificates of https origins the proxy fetches itself (absolute https URLs; CONNECT is the application's TLS)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 0, "give up dialing a path after `D` (default 15s)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "fail a response when no path has delivered a byte for `D` (default 2m); a path's outage alone is waited out")
+	policy := fs.String("policy", "", "place each GET by a hints policy instead of --mode: a preset ("+strings.Join(hints.PresetNames(), ", ")+") or a rule file; "+
+		"one HTTP/2 connection per path, the class from the application's Sec-Fetch-Dest, Priority and Accept headers")
+	var expensive []string
+	fs.Func("expensive", "with --policy: this path's bytes cost (cost 1, the others 0; repeatable)", func(v string) error {
+		expensive = append(expensive, v)
+		return nil
+	})
+	fs.BoolVar(&cfg.TLS, "tls", false, "serve the proxy over TLS, self-signed (an HTTPS proxy: browsers then speak HTTP/2 to it, with RFC 9218 Priority)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -60,6 +72,9 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	if cfg.Mode, err = multipath.ParseMode(*mode); err != nil {
 		return cfg, fmt.Errorf("--mode: %w", err)
 	}
+	if err := policyFlags(&cfg, *policy, expensive); err != nil {
+		return cfg, err
+	}
 	if *splitMin != "" {
 		n, err := content.ParseSize(*splitMin)
 		if err != nil {
@@ -68,6 +83,29 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		cfg.SplitMin = n
 	}
 	return cfg, cfg.Validate()
+}
+
+// policyFlags loads --policy and gives the --expensive paths cost 1.
+func policyFlags(cfg *proxy.Config, policy string, expensive []string) error {
+	if policy == "" {
+		if len(expensive) > 0 {
+			return errors.New("--expensive: costs matter only to a --policy")
+		}
+		return nil
+	}
+	var err error
+	if cfg.Policy, err = hints.Load(policy); err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	cfg.Cost = make([]float64, len(cfg.Paths))
+	for _, e := range expensive {
+		i := slices.IndexFunc(cfg.Paths, func(p mph2.Path) bool { return p.Name == e })
+		if i < 0 || e == "" {
+			return fmt.Errorf("--expensive %q: no --path of that name", e)
+		}
+		cfg.Cost[i] = 1
+	}
+	return nil
 }
 
 // runProxy prints "listening on http://HOST:PORT" as its first line on
@@ -81,7 +119,11 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", r.Addr)
+	scheme := "http"
+	if cfg.TLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, r.Addr)
 	for i, p := range cfg.Paths {
 		fmt.Fprintf(stderr, "path %s: %s\n", p.Label(i), proxy.FormatPath(p))
 	}

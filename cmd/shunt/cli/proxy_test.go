@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ func TestProxyArgs(t *testing.T) {
 		{[]string{"--path", "a=lo", "--listen", "8118"}, "Listen"},
 		{[]string{"--path", "a=lo", "extra"}, "unexpected argument"},
 		{[]string{"--path", "a=lo", "--mode", "fastest"}, "--mode"},
+		{[]string{"--path", "a=lo", "--policy", "nosuch"}, "--policy: no policy preset"},
+		{[]string{"--path", "a=lo", "--expensive", "a"}, "only to a --policy"},
+		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--expensive", "b"}, `--expensive "b"`},
 	} {
 		if _, err := parseProxyArgs(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want error %q", tc.args, err, tc.err)
@@ -33,6 +37,10 @@ func TestProxyArgs(t *testing.T) {
 	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0", "--mode", "handover", "--handover-after", "2s"}, io.Discard)
 	if err != nil || len(cfg.Paths) != 2 || cfg.Paths[0].Name != "a" || cfg.Paths[1].Interface != "lo" || cfg.SplitMin != 1000000 || cfg.Listen != "127.0.0.1:0" ||
 		cfg.Mode != mph2.ModeHandover || cfg.HandoverAfter != 2*time.Second {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	cfg, err = parseProxyArgs([]string{"--path", "cheap=127.0.0.1", "--path", "exp=127.0.0.2", "--policy", "urgent-fast", "--expensive", "exp", "--tls"}, io.Discard)
+	if err != nil || cfg.Policy == nil || cfg.Policy.Name != "urgent-fast" || !slices.Equal(cfg.Cost, []float64{0, 1}) || !cfg.TLS {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 }

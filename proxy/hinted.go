@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/mph2"
+)
+
+// hintedTransport fetches plain GETs through an mph2.Hinted per origin: one
+// HTTP/2 connection per path to it, each request placed by the policy from
+// the hint its headers give (hints.FromHeaders: Sec-Fetch-Dest, Priority,
+// Accept). Anything else (a body, another method) goes through next.
+type hintedTransport struct {
+	newClient func() *mph2.Client
+	policy    *hints.Policy
+	cost      []float64
+	placed    func(target string, hint hints.Hint, path int)
+	next      http.RoundTripper
+
+	mu      sync.Mutex
+	origins map[string]*mph2.Hinted // by scheme://host
+}
+
+func (t *hintedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
+		return t.next.RoundTrip(req)
+	}
+	h, err := t.origin(req.URL.Scheme + "://" + req.URL.Host)
+	if err != nil {
+		return nil, err
+	}
+	return h.RoundTrip(req)
+}
+
+// origin is the Hinted of one origin, started on first use.
+func (t *hintedTransport) origin(base string) (*mph2.Hinted, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h, ok := t.origins[base]; ok {
+		return h, nil
+	}
+	h := &mph2.Hinted{Client: t.newClient(), Policy: t.policy, Cost: t.cost}
+	if t.placed != nil {
+		h.Placed = func(req *http.Request, hint hints.Hint, g *mph2.Got) { t.placed(req.URL.String(), hint, g.Path) }
+	}
+	if err := h.Start(base); err != nil {
+		return nil, err
+	}
+	if t.origins == nil {
+		t.origins = map[string]*mph2.Hinted{}
+	}
+	t.origins[base] = h
+	return h, nil
+}
+
+// closeAll closes every origin's connections; the next request opens
+// fresh ones.
+func (t *hintedTransport) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, h := range t.origins {
+		h.Close()
+		delete(t.origins, k)
+	}
+}

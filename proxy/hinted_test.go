@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/shunt-net/shunt/content"
+	h2t "github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/mph2"
+)
+
+// With a policy, each GET goes on the path its headers' class asks for:
+// over HTTP/2 a script without Priority is an async one (RFC 9218's
+// default u=3), with u=1 a blocking one; over HTTP/1.1 (here to the proxy
+// over TLS) Sec-Fetch-Dest alone decides. Every body is checked.
+func TestProxyPolicy(t *testing.T) {
+	plain := origin(t, false)
+	pol, err := hints.Parse("test.rules", "urgent -> path=exp\n* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type placed struct {
+		class hints.Class
+		path  int
+	}
+	var mu sync.Mutex
+	got := map[string]placed{}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{{Name: "cheap"}, {Name: "exp"}}, Policy: pol, Cost: []float64{0, 1}, TLS: true,
+		ErrorLog: discardLog(), Placed: func(u string, h hints.Hint, path int) {
+			mu.Lock()
+			got[u] = placed{h.Class, path}
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); r.Wait() })
+	h1 := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "https", Host: r.Addr}),
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	// HTTP/2 over TLS to the proxy, :authority naming the origin, as
+	// Chromium speaks to an HTTPS proxy.
+	h2 := &http.Client{Transport: &h2t.Transport{AllowHTTP: true, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}}
+		return d.DialContext(ctx, network, r.Addr)
+	}}}
+	for i, tc := range []struct {
+		client *http.Client
+		hdr    []string
+		class  hints.Class
+		path   int
+	}{
+		{h1, []string{"Sec-Fetch-Dest", "style"}, hints.Style, 1},
+		{h1, []string{"Sec-Fetch-Dest", "image"}, hints.Image, 0},
+		{h1, []string{"Sec-Fetch-Dest", "script"}, hints.Script, 1},
+		{h2, []string{"Sec-Fetch-Dest", "script"}, hints.AsyncScript, 0},
+		{h2, []string{"Sec-Fetch-Dest", "script", "Priority", "u=1"}, hints.Script, 1},
+		{h2, []string{"Accept", "text/css,*/*;q=0.1"}, hints.Style, 1},
+	} {
+		size := int64(100000 + i)
+		u := fmt.Sprintf("http://%s/gen/%d", plain, size)
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		req.Header.Set(tc.hdr[0], tc.hdr[1])
+		if len(tc.hdr) > 2 {
+			req.Header.Set(tc.hdr[2], tc.hdr[3])
+		}
+		res, err := tc.client.Do(req)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.hdr, err)
+		}
+		h := sha256.New()
+		n, err := io.Copy(h, res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 || n != size || [32]byte(h.Sum(nil)) != content.Digest(size) {
+			t.Fatalf("%v: status %d, %d bytes (%v), SHA-256 ok %v", tc.hdr, res.StatusCode, n, err, [32]byte(h.Sum(nil)) == content.Digest(size))
+		}
+		mu.Lock()
+		p := got[u]
+		mu.Unlock()
+		if p.class != tc.class || p.path != tc.path {
+			t.Errorf("%v: class %s on path %d, want %s on %d", tc.hdr, p.class, p.path, tc.class, tc.path)
+		}
+	}
+}
