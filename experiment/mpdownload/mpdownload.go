@@ -89,12 +89,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.chunk", strconv.FormatInt(int64(c.Chunk), 10), "want a positive size")
 	case c.Cut < 0:
 		return experiment.Errorf("params.cut", strconv.FormatInt(int64(c.Cut), 10), "want a positive size")
-	case c.TraceShift < 0:
-		return experiment.Errorf("params.trace_shift", c.TraceShift.String(), "want a positive duration")
-	case c.TraceShift > 0 && !c.RestartLinks:
-		return experiment.Errorf("params.trace_shift", c.TraceShift.String(), "needs restart_links=true")
 	}
-	return nil
+	return origin.CheckTraceShift(c.RestartLinks, c.TraceShift)
 }
 
 func (c Config) endAdjust() mph2.EndAdjust {

@@ -34,6 +34,18 @@ func RestartTraces(env *experiment.Env, rep int, shift time.Duration) (map[strin
 	return info, nil
 }
 
+// CheckTraceShift checks an experiment's restart_links and trace_shift
+// parameters together.
+func CheckTraceShift(restart bool, shift time.Duration) error {
+	switch {
+	case shift < 0:
+		return experiment.Errorf("params.trace_shift", shift.String(), "want a positive duration")
+	case shift > 0 && !restart:
+		return experiment.Errorf("params.trace_shift", shift.String(), "needs restart_links=true")
+	}
+	return nil
+}
+
 // SetPath applies both directions of path name as env's condition has them,
 // a mahimahi trace taken up at offset at into it (the time since
 // RestartTraces started it, plus its own rotation), and, if dead, losing

@@ -94,8 +94,9 @@ type jsPlayback struct {
 // MPTCP (mode mptcp: mptcpize makes its TCP sockets MPTCP ones), or through
 // shunt proxy over every path (mode proxy).
 // Every segment is checked against the served file's length and SHA-256,
-// and every segment of the manifest must have been played.
-func (s *Session) playDashJS(ctx context.Context) (*dash.Result, error) {
+// and every segment of the manifest must have been played. start is called
+// just before Chromium is launched.
+func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Result, error) {
 	stderr := &limitedBuffer{max: 4 << 10}
 	cfg := browser.Config{Proto: "h2", Command: s.env.Net.Client().Command, Stderr: stderr, SecureOrigins: []string{"http://" + s.addr}}
 	switch s.c.Mode {
@@ -108,6 +109,9 @@ func (s *Session) playDashJS(ctx context.Context) (*dash.Result, error) {
 		}
 		defer stop()
 		cfg.Proxy = addr
+	}
+	if err := start(); err != nil {
+		return nil, err
 	}
 	v, err := browser.Evaluate(ctx, cfg, "http://"+s.addr+"/player.html", "window.shuntDone")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/dash"
@@ -29,10 +31,13 @@ import (
 )
 
 // The Info keys of a playback's segments, in play order: each one's rung
-// (kbit/s) and when its fetch started (seconds since the player started).
+// (kbit/s), when its fetch started (seconds since the player started) and,
+// for the Go player, the rate it arrived at (Mbit/s: its bytes over its
+// fetch time), which on one path shows what the link delivered.
 const (
 	SegmentKbpsInfo  = "segment_kbps"
 	SegmentStartInfo = "segment_start_s"
+	SegmentRateInfo  = "segment_mbit_s"
 )
 
 // Config says which video is played, by which scheduler and ABR:
@@ -56,6 +61,11 @@ const (
 // content=DIR is a directory made by scripts/dash-content (DIR/video.mpd);
 // segments=N plays only the first N segments. Every run opens fresh
 // connections, warmed by fetching the MPD on every path before playing.
+// restart_links=true re-applies every link direction with a trace as the
+// playback starts (after the warm-up; for dash.js, as Chromium is
+// launched), so every scheme of one repetition plays over the same
+// bandwidth from the same point; trace_shift=DURATION starts mahimahi
+// traces rep x DURATION in, so repetitions see different stretches.
 // Metrics: startup (s), stall (s, total), kbit_per_s (mean declared bitrate
 // of the played segments), rebuffer_pct (stall time over the media played),
 // switches_count. Info: the rung and the fetch start of every segment
@@ -70,6 +80,9 @@ type Config struct {
 	CC       string           `param:"cc" help:"congestion control, both ends"`
 	Player   string           `param:"player" enum:"go,dashjs" help:"the player: package dash's, or dash.js in headless Chromium"`
 	DashJS   string           `param:"dashjs" help:"dash.all.min.js of npm's dashjs, for player dashjs"`
+	// RestartLinks pairs the schemes of a repetition under traces.
+	RestartLinks bool          `param:"restart_links" help:"re-apply traced links as the playback starts"`
+	TraceShift   time.Duration `param:"trace_shift" help:"with restart_links: start mahimahi traces rep x this far in"`
 }
 
 // DefaultConfig is MP-H2+FS+BW/L with ExoPlayer's adaptation.
@@ -95,7 +108,7 @@ func (c Config) Validate() error {
 	case c.Player == "dashjs" && c.Segments != 0:
 		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "player dashjs plays the whole video")
 	}
-	return nil
+	return origin.CheckTraceShift(c.RestartLinks, c.TraceShift)
 }
 
 // Kind is the experiment of driver "dash".
@@ -269,26 +282,40 @@ func (s *Session) fetcher(ctx context.Context) (f dash.Fetcher, done func(), err
 	return nil, nil, fmt.Errorf("mode %s: no path %q", s.c.Mode, s.c.Path)
 }
 
-func (s *Session) Run(ctx context.Context, _ *experiment.Run) (experiment.Result, error) {
+func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
 	play := s.play
 	if s.c.Player == "dashjs" {
 		play = s.playDashJS
 	}
-	res, err := play(ctx)
+	var restarted map[string]string
+	start := func() (err error) {
+		if s.c.RestartLinks {
+			restarted, err = origin.RestartTraces(s.env, r.Rep, s.c.TraceShift)
+		}
+		return err
+	}
+	res, err := play(ctx, start)
 	if err != nil {
 		return experiment.Result{}, err
 	}
-	return s.result(res), nil
+	out := s.result(res)
+	maps.Copy(out.Info, restarted)
+	return out, nil
 }
 
-// play plays the video with package dash's player and the mode's fetcher.
-func (s *Session) play(ctx context.Context) (*dash.Result, error) {
+// play plays the video with package dash's player and the mode's fetcher;
+// start is called once the connections are warm, just before the first
+// segment is asked for.
+func (s *Session) play(ctx context.Context, start func() error) (*dash.Result, error) {
 	f, done, err := s.fetcher(ctx)
 	if done != nil {
 		defer done()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	if err := start(); err != nil {
+		return nil, err
 	}
 	var abr dash.ABR = dash.NewExo()
 	if s.c.ABR == "bola" {
@@ -310,12 +337,18 @@ func (s *Session) result(res *dash.Result) experiment.Result {
 		Info:   map[string]string{},
 		Sock:   experiment.SockOpts{CC: s.c.CC, MPTCP: s.c.Mode == "mptcp"},
 	}
-	var kbps, starts, stalls []string
+	var kbps, starts, rates, stalls []string
 	var bytes int64
 	for _, g := range res.Segments {
 		kbps = append(kbps, strconv.FormatInt(g.Bitrate/1000, 10))
 		starts = append(starts, strconv.FormatFloat(g.Start.Seconds(), 'f', 2, 64))
+		if g.Fetch > 0 { // dash.js reports no fetch times
+			rates = append(rates, strconv.FormatFloat(float64(g.Bytes)*8/g.Fetch.Seconds()/1e6, 'f', 2, 64))
+		}
 		bytes += g.Bytes
+	}
+	if len(rates) == len(res.Segments) && len(rates) > 0 {
+		out.Info[SegmentRateInfo] = strings.Join(rates, ",")
 	}
 	for _, st := range res.Stalls {
 		stalls = append(stalls, fmt.Sprintf("%.2f+%.2f", st.At.Seconds(), st.Duration.Seconds()))

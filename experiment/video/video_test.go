@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,9 +37,9 @@ func startLocal(t *testing.T, params map[string]string) *Session {
 	return s
 }
 
-// Every mode plays a 12 s video made by scripts/dash-content over this
-// machine's loopback (one path), each segment checked against its file.
-func TestPlayLocal(t *testing.T) {
+// makeVideo makes a 12 s video (two segments) with scripts/dash-content.
+func makeVideo(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		t.Skip("ffmpeg missing (bash scripts/setup installs it)")
 	}
@@ -44,6 +47,13 @@ func TestPlayLocal(t *testing.T) {
 	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
 	}
+	return dir
+}
+
+// Every mode plays a 12 s video made by scripts/dash-content over this
+// machine's loopback (one path), each segment checked against its file.
+func TestPlayLocal(t *testing.T) {
+	dir := makeVideo(t)
 	for _, mode := range []string{"single", "mph2", "mph2-fs", "mph2-fs-bwl", "msplayer", "mhttp"} {
 		params := map[string]string{"mode": mode, "content": dir, "path": "loopback", "chunk": "128KB", "cc": "cubic"}
 		if mode == "mph2-fs" {
@@ -57,7 +67,7 @@ func TestPlayLocal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
-		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || len(strings.Split(res.Info["segment_kbps"], ",")) != 2 {
+		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || len(strings.Split(res.Info["segment_kbps"], ",")) != 2 || len(strings.Split(res.Info[SegmentRateInfo], ",")) != 2 {
 			t.Fatalf("%s: %+v", mode, res)
 		}
 	}
@@ -67,16 +77,10 @@ func TestPlayLocal(t *testing.T) {
 // loopback; every segment it received is checked against its file, and
 // every segment of the manifest must have played.
 func TestDashJSLocal(t *testing.T) {
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg missing (bash scripts/setup installs it)")
-	}
 	if _, err := checkDashJS(DashJSFile); err != nil {
 		t.Skipf("%v (bash scripts/setup installs Chromium and dash.js)", err)
 	}
-	dir := t.TempDir()
-	if out, err := exec.Command("bash", "../../scripts/dash-content", dir, "12").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/dash-content: %v\n%s", err, out)
-	}
+	dir := makeVideo(t)
 	for _, mode := range []string{"single", "proxy"} {
 		s := startLocal(t, map[string]string{"player": "dashjs", "mode": mode, "path": "loopback", "content": dir, "cc": "cubic"})
 		if !strings.HasPrefix(s.Info()["client"], "dash.js 5.") {
@@ -120,6 +124,8 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mph2"}, "params.mode"},
 		{map[string]string{"content": "x", "mode": "proxy"}, "params.mode"},
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mptcp", "segments": "3"}, "params.segments"},
+		{map[string]string{"content": "x", "trace_shift": "10s"}, "needs restart_links=true"},
+		{map[string]string{"content": "x", "restart_links": "true", "trace_shift": "-1s"}, "positive duration"},
 	} {
 		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one naming %s", tc.params, err, tc.want)
@@ -146,6 +152,89 @@ func TestVerifyFile(t *testing.T) {
 		err := s.verifyFile(tc.path, 7, tc.sum)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s %q: %v, want %q", tc.path, tc.sum, err, tc.want)
+		}
+	}
+}
+
+// tracedNet is this machine's loopback with a traced downlink that records
+// every link replaced and how many bytes the client had read by then.
+type tracedNet struct {
+	experiment.Network
+	read atomic.Int64
+	sets []string
+}
+
+func (n *tracedNet) Client() experiment.Host { return countingHost{n.Network.Client(), &n.read} }
+
+func (n *tracedNet) SetLink(path, dir string, l experiment.LinkSpec) error {
+	n.sets = append(n.sets, fmt.Sprintf("%s %s %s after %d bytes", path, dir, l.Trace, n.read.Load()))
+	return nil
+}
+
+type countingHost struct {
+	experiment.Host
+	read *atomic.Int64
+}
+
+func (h countingHost) DialContext(ctx context.Context, network, addr string, o experiment.SockOpts) (net.Conn, error) {
+	c, err := h.Host.DialContext(ctx, network, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, h.read}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// With restart_links, every scheme's run of one repetition restarts the
+// traced link at the same point (rep x trace_shift into the trace), once
+// its connections are warm (the MPD read) and before the first segment
+// (190 KB at the lowest rung) is asked for: the schemes of a repetition
+// play over the same bandwidth.
+func TestRestartLinksPairsSchemes(t *testing.T) {
+	dir := makeVideo(t)
+	cond := experiment.Condition{Name: "traced", Paths: []experiment.PathSpec{{Name: "loopback",
+		Down: experiment.LinkSpec{Trace: "trace:lte.down"}, Up: experiment.LinkSpec{Rate: "10Mbit"}}}}
+	for _, mode := range []string{"single", "mph2-fs-bwl", "msplayer"} {
+		c, err := Kind.Config(map[string]string{"mode": mode, "path": "loopback", "content": dir, "restart_links": "true", "trace_shift": "7s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := emulated.LocalPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &tracedNet{Network: emulated.Local()}
+		s, err := Start(context.Background(), &experiment.Env{Condition: cond, Net: n, Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := s.Run(ctx, &experiment.Run{Rep: 3})
+		cancel()
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if len(n.sets) != 1 || !strings.HasPrefix(n.sets[0], "loopback down trace:lte.down@21s after ") {
+			t.Fatalf("%s: links set %q, want the downlink's trace once, 21s in", mode, n.sets)
+		}
+		var read int64
+		fmt.Sscanf(n.sets[0][strings.LastIndex(n.sets[0], "after ")+6:], "%d", &read)
+		if read <= 0 || read >= 64<<10 {
+			t.Errorf("%s: trace restarted after the client read %d bytes, want after the MPD and before the first segment", mode, read)
+		}
+		if res.Info["trace_offset_loopback_down"] != "21s" {
+			t.Errorf("%s: info %v, want the offset recorded", mode, res.Info)
 		}
 	}
 }
