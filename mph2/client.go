@@ -183,6 +183,11 @@ type PathResult struct {
 	// (0: never): from then on the other paths carried the download alone.
 	Budget     int64
 	BudgetFull time.Duration
+	// Retaken counts bytes this path fetched afresh, idle, from another
+	// path that was slow to deliver them though credited (multipath's
+	// PathStats.Retaken): up to this many arrived twice, as the other's
+	// tail bytes.
+	Retaken int64
 	// Refused says why the path was refused for this server: a 206 or
 	// Content-Range that does not match the request, a body longer than
 	// its range, or a 200 to a ranged request on a budgeted path.

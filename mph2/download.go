@@ -785,7 +785,7 @@ func (d *download) result() *Result {
 		pr := PathResult{Name: d.pathName(i), Requests: st.Requests, Delivered: st.Delivered,
 			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i],
 			Suspensions: d.suspensions[i], Suspended: d.suspended[i],
-			Budget: d.c.Paths[i].Budget, Refused: d.refused[i]}
+			Budget: d.c.Paths[i].Budget, Refused: d.refused[i], Retaken: st.Retaken}
 		if !st.BudgetFull.IsZero() {
 			pr.BudgetFull = st.BudgetFull.Sub(d.start)
 		}

@@ -177,6 +177,10 @@ type PathStats struct {
 	// BudgetFull is when the path's budget first left it no room for a
 	// chunk; zero if it never did (or it has no budget).
 	BudgetFull time.Time
+	// Retaken counts bytes this path re-requested while idle that another
+	// path had already been given credit for (a takeover, see steal): the
+	// server sends them on both, so up to this many arrive twice.
+	Retaken int64
 }
 
 // Scheduler schedules one download. Not safe for concurrent use: one owner
@@ -206,6 +210,7 @@ type path struct {
 	respDelay time.Duration // request to response headers, last seen
 	minRTT    time.Duration // least response delay or PING RTT seen: the path without queueing
 	fin       time.Time     // rebalance's finish estimate, valid if finOK
+	want      time.Time     // when the wanted bytes are in: fin without the last stream's credit past its end
 	finOK     bool
 	prior     estimate.Path
 	stats     PathStats
@@ -1054,7 +1059,7 @@ func (s *Scheduler) pickPath(now time.Time) (PathID, bool) {
 		if !s.usable(p) || s.streams(p) >= s.cfg.MaxStreamsPerPath {
 			continue
 		}
-		t, ok := s.finish(now, p)
+		t, _, ok := s.finish(now, p)
 		if !ok {
 			t = now.Add(time.Duration(math.MaxInt64 / 2))
 		}
@@ -1074,7 +1079,7 @@ func (s *Scheduler) rebalance(now time.Time) bool {
 	for k, p := range s.paths {
 		p.finOK = false
 		if p.up {
-			p.fin, p.finOK = s.finish(now, PathID(k))
+			p.fin, p.want, p.finOK = s.finish(now, PathID(k))
 		}
 	}
 	for k, p := range s.paths {
@@ -1097,14 +1102,16 @@ func (s *Scheduler) rebalance(now time.Time) bool {
 		} else if p.fin.Sub(now) > rttI {
 			continue
 		}
+		// The path to take from is the one whose wanted bytes come last;
+		// credit past its last end (a cut, a takeover) delays nothing.
 		var slow *path
 		j := PathID(0)
 		for k, q := range s.paths {
-			if q != p && q.finOK && q.fin.Sub(p.fin) > s.cfg.Delta && (slow == nil || q.fin.After(slow.fin)) {
+			if q != p && q.finOK && q.want.Sub(p.fin) > s.cfg.Delta && (slow == nil || q.want.After(slow.want)) {
 				slow, j = q, PathID(k)
 			}
 		}
-		if slow != nil && s.steal(now, i, j, bwI, p.fin, slow.fin) {
+		if slow != nil && s.steal(now, i, j, bwI, p.fin, slow.want) {
 			return true
 		}
 	}
@@ -1112,7 +1119,12 @@ func (s *Scheduler) rebalance(now time.Time) bool {
 }
 
 // steal moves the tail of path j's largest remaining stream to a new stream
-// on path i.
+// on path i. A path i that still has work takes only bytes j has no credit
+// for, so none comes twice. An idle i takes over credited bytes too (the
+// tail of a path slow but not silent enough to be suspended): their share
+// is sized as any steal's, so it pays only when i fetches them afresh
+// sooner than j delivers them; j's end moves below its credit and the
+// bytes the server still sends past it arrive as tail bytes (Retaken).
 func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ time.Time) bool {
 	bwJ, ok := s.bandwidth(now, j)
 	if !ok {
@@ -1138,12 +1150,28 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 		startI = finI
 	}
 	d := finJ.Sub(startI).Seconds() * bwI * bwJ / (bwI + bwJ)
-	room := min(x.end-s.committed(now, x), s.room(i))
+	committed := s.committed(now, x)
+	idle := s.streams(i) == 0
+	keep := committed
+	if idle {
+		keep = x.pos
+	}
+	room := min(x.end-keep, s.room(i))
 	n := int64(math.Min(d, float64(room)))
-	if n < s.cfg.MinChunk {
+	if n < s.cfg.MinChunk && idle && x.end-x.pos <= room &&
+		startI.Add(time.Duration(float64(x.end-x.pos)/bwI*1e9)+s.cfg.Delta).Before(finJ) {
+		// Less than a chunk is left to share, but j is so slow that i
+		// fetching all of it afresh ends more than δ sooner: j's stream is
+		// cancelled (on a path at 0.4 Mbit/s a 16 KB chunk is 0.3 s).
+		n = x.end - x.pos
+	}
+	if n < s.cfg.MinChunk && n < x.end-x.pos || n <= 0 {
 		return false
 	}
 	a, b := x.end-n, x.end
+	if c := min(committed, b); c > a {
+		s.paths[i].stats.Retaken += c - a
+	}
 	s.setEnd(x, a)
 	// Algorithm 1 lines 7-8: a stream of this path that was cut lazily (the
 	// primary's first stream) announces its end now.
@@ -1179,17 +1207,20 @@ func (s *Scheduler) committed(now time.Time, st *stream) int64 {
 // the data of the streams ahead, already counted. Credited bytes past a
 // stream's end (a Cut below its credit) count too: they are sure to come,
 // ahead of any response pipelined behind them, so a path does not pipeline
-// behind more of them than it delivers within a response delay.
-func (s *Scheduler) finish(now time.Time, p PathID) (time.Time, bool) {
-	t := now
+// behind more of them than it delivers within a response delay. want is
+// when the wanted bytes are in: the same without the last stream's credited
+// bytes past its end, which hold nothing up.
+func (s *Scheduler) finish(now time.Time, p PathID) (t, want time.Time, ok bool) {
+	t, want = now, now
 	bw, bwOK := s.bandwidth(now, p)
 	rtt := s.baseRTT(p)
+	at := func(from time.Time, n int64) time.Time { return from.Add(time.Duration(float64(n) / bw * 1e9)) }
 	for _, st := range s.live {
 		if st.path != p {
 			continue
 		}
 		if st.end < 0 {
-			return t, false
+			return t, t, false
 		}
 		if !st.started {
 			if first := st.reqAt.Add(rtt); first.After(t) {
@@ -1198,12 +1229,15 @@ func (s *Scheduler) finish(now time.Time, p PathID) (time.Time, bool) {
 		}
 		if rem := max(st.end, min(st.granted, s.respEnd(st))) - st.pos; rem > 0 {
 			if !bwOK {
-				return t, false
+				return t, t, false
 			}
-			t = t.Add(time.Duration(float64(rem) / bw * 1e9))
+			want = at(t, max(st.end-st.pos, 0))
+			t = at(t, rem)
+		} else {
+			want = t
 		}
 	}
-	return t, true
+	return t, want, true
 }
 
 // bandwidth is path p's estimate, or its prior before it has one.

@@ -204,9 +204,10 @@ func startedOnTwoPaths(t *testing.T, size int64) *Scheduler {
 
 // TestStealKeepsCreditedBytes is MP-H2 §5.8's drop as seen on the testbed:
 // lte (now 1 Mbit/s) was given credit far ahead while its estimate was high.
-// When wifi runs out of work and takes lte's tail, lte's end must not move
-// below the credited bytes (they arrive anyway): the new request starts
-// where the credit ends.
+// When wifi, about to run out of work, pipelines lte's tail, lte's end must
+// not move below the credited bytes (they arrive anyway): the new request
+// starts where the credit ends. (Only an idle path takes over credited
+// bytes: TestSimSlowPathTailTakenOver.)
 func TestStealKeepsCreditedBytes(t *testing.T) {
 	const size, half = 2 << 20, 1 << 20
 	const credited = half + 700<<10

@@ -342,3 +342,32 @@ func TestSimFastPathStallIsUndone(t *testing.T) {
 		t.Errorf("done after %v, want <= %v: ideal %v + the stall + δ", r.Done, ideal+stall+DefaultDelta, ideal)
 	}
 }
+
+// TestSimSlowPathTailTakenOver is the mp-tools run where lte, slow but
+// never silent long enough to be suspended, held the last 164 KB as
+// flow-control credit while wifi idled 2.4 s: near the end lte drops from 5
+// to 0.4 Mbit/s with its credit given. An idle wifi takes over the tail it
+// would otherwise wait for, re-requesting credited bytes (Retaken), and the
+// download ends near the fluid ideal instead of when lte has crawled
+// through its credit.
+func TestSimSlowPathTailTakenOver(t *testing.T) {
+	const size = 4 << 20
+	for _, drop := range []time.Duration{1800 * time.Millisecond, 2000 * time.Millisecond, 2100 * time.Millisecond} {
+		for _, known := range []int64{-1, size} {
+			paths := fig8Paths(10, 5, 64<<10)
+			paths[1].Rate = append(paths[1].Rate, rateStep{drop, mbit(0.4)})
+			var s *Scheduler
+			r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: known}}, true, func(x *Scheduler) { s = x })
+			if err != nil {
+				t.Fatal(err)
+			}
+			retaken := s.Stats(0).Retaken + s.Stats(1).Retaken
+			ideal := dropIdeal(size, mbit(10), mbit(5), mbit(0.4), 28*time.Millisecond, 65*time.Millisecond, drop)
+			t.Logf("drop at %v size %d: %v, fluid ideal %v, last bytes %v, delivered %v, tail bytes %v, retaken %d, requests %v",
+				drop, known, r.Done.Round(time.Millisecond), ideal.Round(time.Millisecond), r.Last, r.Delivered, r.Wasted, retaken, r.Requests)
+			if limit := ideal + 300*time.Millisecond; r.Done > limit {
+				t.Errorf("drop at %v size %d: done after %v, want <= %v (the fluid ideal + 300 ms)", drop, known, r.Done, limit)
+			}
+		}
+	}
+}
