@@ -1,6 +1,7 @@
 package mph2
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -200,9 +201,10 @@ func TestBudgetOnTheWire(t *testing.T) {
 
 // lyingServer serves generated objects on its path with a lie: "shifted"
 // (a 206 one byte later than asked), "longer" (a 206 to the object's end
-// for a shorter range), "unasked" (a 206 to a request without Range) or
-// "whole" (a 200 with the whole object to a ranged request). It returns
-// its HOST:PORT.
+// for a shorter range), "unasked" (a 206 to a request without Range),
+// "whole" (a 200 with the whole object to a ranged request) or "overrun"
+// (the 206 asked for, without Content-Length, its body followed by 64 KiB
+// of 0xff that are no byte of the object). It returns its HOST:PORT.
 func lyingServer(t *testing.T, lie string) string {
 	base := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		size, _, _ := content.GenSize(r.URL.Path)
@@ -223,9 +225,14 @@ func lyingServer(t *testing.T, lie string) string {
 			return
 		}
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
-		w.Header().Set("Content-Length", strconv.FormatInt(last-first+1, 10))
+		if lie != "overrun" {
+			w.Header().Set("Content-Length", strconv.FormatInt(last-first+1, 10))
+		}
 		w.WriteHeader(206)
 		io.Copy(w, io.NewSectionReader(content.NewGenerated(size), first, last-first+1))
+		if lie == "overrun" {
+			w.Write(bytes.Repeat([]byte{0xff}, 64<<10))
+		}
 	}))
 	return base[len("http://"):]
 }
@@ -261,6 +268,35 @@ func TestLyingServerRefused(t *testing.T) {
 				t.Fatalf("liar: %+v, want refused (%q) with nothing delivered", p, v.want)
 			}
 			t.Logf("refused: %s", p.Refused)
+		})
+	}
+}
+
+// A server whose body runs past the range its 206 announced (no
+// Content-Length to catch it) is refused once the first byte past the
+// range arrives: the path is taken down (its connection closed), none of
+// the extra bytes is written (fetchAll checks every byte against the
+// object, and the extra ones are 0xff), and the other path completes the
+// download. In both end adjustments: under flow control the credit may
+// stop the server short of the extra bytes, so the liar's range is the
+// object's second half, whose end is the object's and is never lowered.
+func TestLongerBodyRefused(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 2 << 20
+	for _, ea := range []EndAdjust{EndFlowControl, EndReset} {
+		t.Run(ea.String(), func(t *testing.T) {
+			liar := loopPath("liar", 0, 0)
+			liar.Map = map[string]string{anyHost: lyingServer(t, "overrun")}
+			// The honest path is the primary and slower: the liar is
+			// asked for the second half and delivers all of it.
+			c := &Client{EndAdjust: ea, Paths: []Path{loopPath("honest", 8e6, 0), liar}}
+			defer c.Close()
+			res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, Options{Size: size})
+			p := res.Paths[1]
+			if !p.Down || !strings.Contains(p.Refused, "body bytes for a response of") {
+				t.Fatalf("liar: %+v, want refused for a body longer than its range", p)
+			}
+			t.Logf("liar delivered %d, received %d: refused: %s", p.Delivered, p.Received, p.Refused)
 		})
 	}
 }

@@ -240,6 +240,40 @@ func TestTwoPathLinkComesBack(t *testing.T) {
 	t.Logf("cell silent %v in %d suspension(s), delivered %d B; total %v", cell.Suspended, cell.Suspensions, cell.Delivered, res.Total)
 }
 
+// Handover over real sockets: the primary (wifi) goes silent after 500 KB,
+// the standby (cell) takes the download within HandoverAfter, and once
+// wifi answers again (its link back 2 s after the cut) the download goes
+// back to it and wifi delivers the rest; every byte checked. Only the
+// scheduler's fake-clock simulation covered the way back before.
+func TestTwoPathHandoverAndBack(t *testing.T) {
+	n := newTwoPath(t)
+	base := serveShunt(t, n, genHandler(t), 8093)
+	c := &Client{Mode: ModeHandover, Paths: clientPaths(n)}
+	defer c.Close()
+	const after = 500 << 10
+	o, cut := outage(t, n, "wifi", 0, after, 2*time.Second)
+	res, _ := fetchAll(t, c, base+"/gen/4MB", tbSize, o)
+	cuts(t, cut, 2)
+	var why []string
+	for _, sw := range res.Switches {
+		why = append(why, sw.From+">"+sw.To+":"+sw.Why)
+	}
+	t.Logf("switches %+v; paths %+v; total %v", res.Switches, res.Paths, res.Total)
+	sw := res.Switches
+	if len(sw) < 3 || sw[0].To != "wifi" || sw[1].From != "wifi" || sw[1].To != "cell" || sw[len(sw)-1].To != "wifi" || sw[len(sw)-1].Why != "back" {
+		t.Fatalf("switches %v: want wifi at the start, to cell when wifi stalls, back to wifi when it answers", why)
+	}
+	wifi, cell := res.Paths[0], res.Paths[1]
+	if cell.Delivered == 0 || wifi.Down || cell.Down {
+		t.Fatalf("paths %+v: want cell to carry the outage and neither path down", res.Paths)
+	}
+	// Going back means wifi delivers again: more than it had at the cut.
+	if wifi.Delivered < after+(1<<20) || sw[len(sw)-1].FirstByte < sw[len(sw)-1].At {
+		t.Fatalf("wifi delivered %d in all, first byte after going back at %v (back at %v): want the rest on wifi",
+			wifi.Delivered, sw[len(sw)-1].FirstByte, sw[len(sw)-1].At)
+	}
+}
+
 // The only path goes silent for longer than its silence timeout and comes
 // back: the download waits it out, as a plain TCP download would, instead
 // of failing.
