@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,13 +97,20 @@ func startServer(t *testing.T, h http.Handler) string {
 // slowConn delivers at most rate bytes per second to the reader, so one
 // loopback path is slower than the other; after failAfter bytes (if > 0)
 // it fails like a link going down.
+// slowConn limits a loopback connection's reads to rate bytes per second with
+// a token bucket whose burst is slowBurst: a limit averaged since the dial would
+// let an idle connection bank credit and then read at CPU speed, which on a
+// loaded machine made an "8 MB/s" and a "2 MB/s" path equally fast.
 type slowConn struct {
 	net.Conn
 	rate      float64
 	failAfter int64
 	n         atomic.Int64
-	start     time.Time
+	mu        sync.Mutex
+	next      time.Time // when the bucket is empty again
 }
+
+const slowBurst = 32 << 10
 
 var errLinkDown = errors.New("test: link down")
 
@@ -115,10 +123,18 @@ func (c *slowConn) Read(p []byte) (int, error) {
 		p = p[:8<<10]
 	}
 	k, err := c.Conn.Read(p)
-	n := c.n.Add(int64(k))
-	if c.rate > 0 {
-		if due := c.start.Add(time.Duration(float64(n) / c.rate * 1e9)); time.Until(due) > 0 {
-			time.Sleep(time.Until(due))
+	c.n.Add(int64(k))
+	if c.rate > 0 && k > 0 {
+		c.mu.Lock()
+		now := time.Now()
+		if full := now.Add(-time.Duration(slowBurst / c.rate * 1e9)); c.next.Before(full) {
+			c.next = full
+		}
+		c.next = c.next.Add(time.Duration(float64(k) / c.rate * 1e9))
+		wait := time.Until(c.next)
+		c.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
 		}
 	}
 	return k, err
@@ -131,7 +147,7 @@ func loopPath(name string, rate float64, failAfter int64) Path {
 		if err != nil || (rate == 0 && failAfter == 0) {
 			return c, err
 		}
-		return &slowConn{Conn: c, rate: rate, failAfter: failAfter, start: time.Now()}, nil
+		return &slowConn{Conn: c, rate: rate, failAfter: failAfter}, nil
 	}}
 }
 

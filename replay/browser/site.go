@@ -227,7 +227,9 @@ func (n *node) generate(compute bool) []byte {
 	}
 	switch n.role {
 	case roleHTML:
-		b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>replay</title></head><body>\n")
+		// The empty data: icon keeps Chromium from asking for /favicon.ico
+		// after the load, a request that is not in the page's graph.
+		b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>replay</title><link rel=\"icon\" href=\"data:,\"></head><body>\n")
 		for i, cs := range steps {
 			if i > 0 && compute {
 				fmt.Fprintf(&b, "<script>%s</script>\n", busyLoop(n.comps[i-1]))
