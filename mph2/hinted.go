@@ -260,6 +260,9 @@ type hcopy struct {
 	path   int
 	off    int64
 	cancel context.CancelFunc
+	// learn: the hint had no size, so the response's length is counted on
+	// the path (Sent, and Queued until the copy ends) once it is known.
+	learn bool
 
 	mu     sync.Mutex
 	size   int64 // the object's size; -1 until the response says
@@ -316,7 +319,7 @@ func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr ht
 	running := 0
 	start := func(path int, off int64) *hcopy {
 		cctx, cancel := context.WithCancel(ctx)
-		c := &hcopy{path: path, off: off, cancel: cancel, size: -1}
+		c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: hint.Size < 0}
 		running++
 		h.mu.Lock()
 		h.stats.Paths[path].Requests++
@@ -504,6 +507,20 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
 	c.buf = make([]byte, size-c.off)
 	c.mu.Unlock()
+	if c.learn {
+		// A browser's request says no size; a budget or a finish estimate
+		// needs the path's bytes all the same.
+		n := size - c.off
+		h.mu.Lock()
+		h.paths[c.path].sent += n
+		h.paths[c.path].queued += n
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.paths[c.path].queued -= n
+			h.mu.Unlock()
+		}()
+	}
 	for n := int64(0); n < int64(len(c.buf)); {
 		k, err := resp.Body.Read(c.buf[n:])
 		n += int64(k)

@@ -123,3 +123,14 @@ func TestHintedRoundTrip(t *testing.T) {
 		t.Error("POST succeeded")
 	}
 }
+
+// A request without a size (a browser's, through RoundTrip) counts on its
+// path once its response says the length, so a byte budget binds.
+func TestHintedBudgetLearnsSizes(t *testing.T) {
+	h, base := startHinted(t, "* -> path=exp budget=100KB", loopPath("", 0, 0), loopPath("", 0, 0))
+	for i, want := range []int{1, 1, 0} {
+		if g := getChecked(t, h, base, 60000, hints.Hint{Class: hints.Image, Size: -1, Urgency: 2}); g.Path != want {
+			t.Errorf("request %d (%d bytes on exp before it): path %d, want %d", i, 60000*min(i, 2), g.Path, want)
+		}
+	}
+}

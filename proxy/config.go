@@ -128,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		tr = hinted
 	}
 	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
-	srv := &server.Server{Addr: cfg.Listen, Handler: p, TLS: cfg.TLS}
+	srv := &server.Server{Addr: cfg.Listen, Handler: p, TLS: cfg.TLS, ErrorLog: cfg.ErrorLog}
 	ln := cfg.Listener
 	if ln == nil {
 		var err error

@@ -7,14 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/emulated"
 	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/peers"
+	"github.com/shunt-net/shunt/proxy"
 	"github.com/shunt-net/shunt/replay/browser"
 	"github.com/shunt-net/shunt/replay/site"
 )
@@ -25,13 +33,33 @@ type ChromiumConfig struct {
 	Proto   string `param:"proto" enum:"h1,h2,h3" help:"h1 (HTTP/2 disabled: HTTP/1.1, 6 connections), h2 or h3"`
 	Compute bool   `param:"compute" help:"computations as busy loops in the page's scripts"`
 	Pacing  bool   `param:"pacing" help:"the server paces its TCP sockets, as the replay's pacing"`
+	// Issue 19: Chromium on a multipath network.
+	Via       string `param:"via" enum:"direct,mptcp,proxy" help:"direct (one path: the main route, or path=NAME), mptcp (mptcpize: Chromium's sockets become MPTCP ones, first subflow on the first path; MPTCP listener) or proxy (through shunt proxy, an HTTPS proxy in the client namespace, over every path; the site served as http:// and h2c)"`
+	Path      string `param:"path" help:"via direct: route the server's address over this path for the load (Chromium cannot bind a source address)"`
+	Policy    string `param:"policy" help:"via proxy: the hints preset or rule file that places each request (empty: MP-H2's aggregate mode)"`
+	Expensive string `param:"expensive" help:"the paths (NAME[,NAME]) whose bytes cost: the policy's cost 1, and expensive_pct"`
 }
 
-// DefaultChromiumConfig loads over HTTP/2.
-func DefaultChromiumConfig() ChromiumConfig { return ChromiumConfig{Proto: "h2"} }
+// DefaultChromiumConfig loads over HTTP/2, directly.
+func DefaultChromiumConfig() ChromiumConfig { return ChromiumConfig{Proto: "h2", Via: "direct"} }
 
-// Validate has nothing to check beyond the options' own values.
-func (ChromiumConfig) Validate() error { return nil }
+// Validate checks the options together.
+func (c ChromiumConfig) Validate() error {
+	switch {
+	case c.Via != "direct" && c.Via != "" && c.Proto != "h2":
+		return experiment.Errorf("params.proto", c.Proto, "via %s loads over h2", c.Via)
+	case c.Path != "" && c.Via != "direct" && c.Via != "":
+		return experiment.Errorf("params.path", c.Path, "a path is for via direct")
+	case c.Policy != "" && c.Via != "proxy":
+		return experiment.Errorf("params.policy", c.Policy, "a policy is for via proxy")
+	}
+	if c.Policy != "" {
+		if _, err := hints.Load(c.Policy); err != nil {
+			return &experiment.FieldError{Field: "params.policy", Value: c.Policy, Err: err}
+		}
+	}
+	return nil
+}
 
 // Chromium is the experiment of driver "chromium": the real site generated
 // from a page's graph (replay/browser) loaded by headless Chromium. Metrics:
@@ -66,7 +94,9 @@ type ChromiumSession struct {
 	host  experiment.Host   // where Chromium runs
 	log   io.Writer
 	where string
-	srv   *site.Running // nil: a server elsewhere
+	srv   *site.Running   // nil: a server elsewhere
+	env   *experiment.Env // nil: a server elsewhere
+	pol   *hints.Policy   // via proxy
 	// restoreCC undoes what SetNamespaceCC changed outside the namespace.
 	restoreCC func() error
 }
@@ -76,7 +106,21 @@ func StartChromium(ctx context.Context, env *experiment.Env, c ChromiumConfig) (
 	if err := browser.Available(""); err != nil {
 		return nil, err
 	}
-	s := &ChromiumSession{cfg: c, host: env.Net.Client(), log: env.Log, where: where(env.Net)}
+	s := &ChromiumSession{cfg: c, host: env.Net.Client(), log: env.Log, where: where(env.Net), env: env}
+	if err := c.checkPaths(env.Net.Paths()); err != nil {
+		return nil, err
+	}
+	if c.Via == "mptcp" {
+		if err := peers.Available("mptcpize"); err != nil {
+			return nil, err
+		}
+	}
+	if c.Policy != "" {
+		var err error
+		if s.pol, err = hints.Load(c.Policy); err != nil {
+			return nil, err
+		}
+	}
 	var pages []*page.Page
 	for _, o := range env.Objects {
 		pg, err := LoadPage(o)
@@ -98,12 +142,34 @@ func StartChromium(ctx context.Context, env *experiment.Env, c ChromiumConfig) (
 	if s.restoreCC, err = origin.SetNamespaceCC(env.Net.Client(), origin.CC); err != nil {
 		return nil, fmt.Errorf("client namespace: %w", err)
 	}
-	s.srv, err = serveSite(env, false, site.ServeConfig{Handler: h, TLS: true, H3: c.Proto == "h3", Pacing: c.Pacing})
+	// Through the proxy the browser asks for http:// URLs, which the proxy
+	// fetches over h2c.
+	s.srv, err = serveSite(env, c.Via == "mptcp", site.ServeConfig{Handler: h, TLS: c.Via != "proxy", H3: c.Proto == "h3", Pacing: c.Pacing})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("site server: %w", err), s.restoreCC())
 	}
-	s.addr, s.cert = s.srv.Addr, s.srv.Cert.Certificates[0].Leaf
+	s.addr = s.srv.Addr
+	if s.srv.Cert != nil {
+		s.cert = s.srv.Cert.Certificates[0].Leaf
+	}
 	return s, nil
+}
+
+// checkPaths checks the path names against the network's.
+func (c ChromiumConfig) checkPaths(paths []experiment.PathInfo) error {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p.Name
+		if c.Via == "proxy" && p.ServerAddr != paths[0].ServerAddr {
+			return experiment.Errorf("params.via", c.Via, "path %s reaches another server (multi-homing is not supported by the page loads)", p.Name)
+		}
+	}
+	for _, n := range append(nameList(c.Expensive), nameList(c.Path)...) {
+		if !slices.Contains(names, n) {
+			return experiment.Errorf("params", n, "no path %s (have %s)", n, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // RemoteChromium loads the sites of pages from a server elsewhere (`shunt
@@ -144,7 +210,18 @@ func (s *ChromiumSession) Info() map[string]string {
 	if err != nil {
 		cc = "unknown: " + err.Error()
 	}
-	info := map[string]string{"client": "headless " + chromiumVersion() + " (" + s.cfg.Proto + ")", "server": "shunt (replay/browser site)",
+	client := "headless " + chromiumVersion() + " (" + s.cfg.Proto + ")"
+	switch {
+	case s.cfg.Via == "mptcp":
+		client += " under mptcpize (kernel MPTCP)"
+	case s.cfg.Via == "proxy" && s.pol != nil:
+		client += " through shunt proxy (HTTPS proxy, h2c to the origin) with hints policy " + s.pol.Name
+	case s.cfg.Via == "proxy":
+		client += " through shunt proxy (HTTPS proxy, h2c to the origin), MP-H2 aggregate"
+	case s.cfg.Path != "":
+		client += " on path " + s.cfg.Path
+	}
+	info := map[string]string{"client": client, "server": "shunt (replay/browser site)",
 		"server_cc": origin.CC + " (per socket)", "client_cc": cc + " (the client namespace's default)",
 		"server_tcp_pacing": strconv.FormatBool(s.cfg.Pacing), "where": s.where}
 	if s.srv == nil {
@@ -182,9 +259,47 @@ func (s *ChromiumSession) Run(ctx context.Context, r *experiment.Run) (experimen
 	}
 	var stderr strings.Builder
 	cfg := browser.Config{Proto: s.cfg.Proto, H3Origin: s.addr, Cert: s.cert, Command: s.host.Command, Stderr: &stderr}
-	l, err := browser.LoadPage(ctx, cfg, "https://"+s.addr+st.Root)
+	url := "https://" + s.addr + st.Root
+	var cls classTally
+	switch s.cfg.Via {
+	case "mptcp":
+		cfg.Wrap = []string{"mptcpize", "run"}
+	case "proxy":
+		if s.env == nil {
+			return experiment.Result{}, errors.New("via proxy needs the session's network (not a server elsewhere)")
+		}
+		url = "http://" + s.addr + st.Root
+		pc := proxy.Config{Policy: s.pol, TLS: true}
+		if s.pol != nil {
+			pc.Cost = s.costs()
+			pc.Placed = cls.placer(st)
+		}
+		addr, stop, err := origin.StartProxy(s.env, s.addr, origin.CC, pc)
+		if err != nil {
+			return experiment.Result{}, err
+		}
+		defer stop()
+		// Chromium sends Sec-Fetch-Dest only to origins it trusts.
+		cfg.Proxy, cfg.ProxyTLS, cfg.SecureOrigins = addr, true, []string{"http://" + s.addr}
+	}
+	if s.cfg.Path != "" {
+		restore, err := s.routeOver(ctx, s.cfg.Path)
+		if err != nil {
+			return experiment.Result{}, err
+		}
+		defer restore()
+	}
+	before, err := s.received()
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	l, err := browser.LoadPage(ctx, cfg, url)
 	if err != nil {
 		logTail(s.log, "chromium: "+err.Error(), stderr.String())
+		return experiment.Result{}, err
+	}
+	after, err := s.received()
+	if err != nil {
 		return experiment.Result{}, err
 	}
 	if err := st.Check(l); err != nil {
@@ -199,14 +314,133 @@ func (s *ChromiumSession) Run(ctx context.Context, r *experiment.Run) (experimen
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	metrics := map[string]float64{"plt": l.PLT.Seconds(), "last_response": l.LastResponse.Seconds(), "dcl": l.DOMContentLoaded.Seconds(),
+		"connected": l.Connected.Seconds(), "first_byte": l.FirstByte.Seconds()}
+	if l.LCP > 0 {
+		metrics["lcp"] = l.LCP.Seconds()
+	}
+	counts := map[string]float64{"objects": float64(len(st.Objects)), "resources": float64(l.Resources),
+		"edges": float64(e.Total), "edges_kept": float64(e.Kept), "graph_depth": float64(e.GraphDepth), "browser_depth": float64(e.BrowserDepth)}
+	rx := map[string]int64{}
+	for name, n := range after {
+		rx[name] = n - before[name]
+	}
+	pathShares(nameList(s.cfg.Expensive), rx, metrics, counts)
+	info := map[string]string{"http": l.Protocol, "transport": "chromium-" + s.cfg.Proto, "browser_load": string(load), "edges": string(edges), "edges_text": e.String()}
+	cls.record(metrics, counts, info)
 	return experiment.Result{
-		Metrics: map[string]float64{"plt": l.PLT.Seconds(), "last_response": l.LastResponse.Seconds(), "dcl": l.DOMContentLoaded.Seconds(),
-			"connected": l.Connected.Seconds(), "first_byte": l.FirstByte.Seconds()},
-		Counts: map[string]float64{"objects": float64(len(st.Objects)), "resources": float64(l.Resources),
-			"edges": float64(e.Total), "edges_kept": float64(e.Kept), "graph_depth": float64(e.GraphDepth), "browser_depth": float64(e.BrowserDepth)},
-		Info: map[string]string{"http": l.Protocol, "transport": "chromium-" + s.cfg.Proto, "browser_load": string(load), "edges": string(edges), "edges_text": e.String()},
-		Sock: experiment.SockOpts{CC: origin.CC},
+		Metrics: metrics,
+		Counts:  counts,
+		Info:    info,
+		Sock:    experiment.SockOpts{CC: origin.CC},
 	}, nil
+}
+
+// costs are the policy's per-path costs: 1 for the expensive paths.
+func (s *ChromiumSession) costs() []float64 {
+	var cost []float64
+	for _, p := range s.env.Net.Paths() {
+		cost = append(cost, map[bool]float64{true: 1}[slices.Contains(nameList(s.cfg.Expensive), p.Name)])
+	}
+	return cost
+}
+
+// routeOver sends the client namespace's traffic to the server over the
+// named path (its interface and source address) until restore: Chromium's
+// sockets follow the main route, the first path's.
+func (s *ChromiumSession) routeOver(ctx context.Context, name string) (restore func(), err error) {
+	paths := s.env.Net.Paths()
+	i := slices.IndexFunc(paths, func(p experiment.PathInfo) bool { return p.Name == name })
+	if i <= 0 {
+		return func() {}, nil // the main route already
+	}
+	set := func(p experiment.PathInfo) error {
+		out, err := s.host.Command(ctx, "ip", "route", "replace", p.ServerAddr+"/32", "dev", p.ClientIface, "src", p.ClientAddr, "scope", "link").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("route to %s over %s: %v: %s", p.ServerAddr, p.Name, err, out)
+		}
+		return nil
+	}
+	if err := set(paths[i]); err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := set(paths[0]); err != nil {
+			fmt.Fprintf(s.log, "chromium: restoring the main route: %v\n", err)
+		}
+	}, nil
+}
+
+// received is the IP bytes each path's client interface has received.
+func (s *ChromiumSession) received() (map[string]int64, error) {
+	if s.env == nil {
+		return nil, nil
+	}
+	rx := map[string]int64{}
+	err := s.host.Do(func() error {
+		for _, p := range s.env.Net.Paths() {
+			l, err := netlink.LinkByName(p.ClientIface)
+			if err != nil {
+				return fmt.Errorf("interface of path %s: %w", p.Name, err)
+			}
+			rx[p.Name] = int64(l.Attrs().Statistics.RxBytes)
+		}
+		return nil
+	})
+	return rx, err
+}
+
+// classTally counts how often the class the proxy read from Chromium's
+// headers is the page model's (hints.FromPage).
+type classTally struct {
+	mu                         sync.Mutex
+	placed, right, urgentRight int
+	unknown                    int      // requests for no object of the page
+	wrong                      []string // TARGET=HEADERS'CLASS/MODEL'S
+}
+
+// placer is the proxy's Placed hook for the page of st.
+func (t *classTally) placer(st *browser.Site) func(string, hints.Hint, int) {
+	model := hints.FromPage(st.Page)
+	return func(rawURL string, h hints.Hint, _ int) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		u, err := neturl.Parse(rawURL)
+		i := -1
+		if err == nil {
+			i = st.ObjectIndex(u.RequestURI())
+		}
+		if i < 0 {
+			t.unknown++
+			return
+		}
+		t.placed++
+		if h.Class == model[i].Class {
+			t.right++
+		} else {
+			t.wrong = append(t.wrong, fmt.Sprintf("%s=%s/%s", u.RequestURI(), h.Class, model[i].Class))
+		}
+		if h.Urgent() == model[i].Urgent() {
+			t.urgentRight++
+		}
+	}
+}
+
+// record adds the tally to a run's figures (nothing without a policy):
+// Info class_wrong lists TARGET=HEADERS'CLASS/MODEL'S.
+func (t *classTally) record(metrics, counts map[string]float64, info map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.placed+t.unknown == 0 {
+		return
+	}
+	slices.Sort(t.wrong)
+	info["class_wrong"] = strings.Join(t.wrong, " ")
+	counts["classified"], counts["class_right"], counts["urgent_right"], counts["unknown_requests"] = float64(t.placed), float64(t.right), float64(t.urgentRight), float64(t.unknown)
+	if t.placed > 0 {
+		metrics["class_right_pct"] = 100 * float64(t.right) / float64(t.placed)
+		metrics["urgent_right_pct"] = 100 * float64(t.urgentRight) / float64(t.placed)
+	}
 }
 
 // logTail writes what and the last 4000 bytes of out.

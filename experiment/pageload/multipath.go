@@ -57,11 +57,14 @@ func (c Config) checkPaths(paths []experiment.PathInfo) error {
 	return nil
 }
 
-func (c Config) expensive() []string {
-	if c.Expensive == "" {
+func (c Config) expensive() []string { return nameList(c.Expensive) }
+
+// nameList splits a comma-separated list of path names ("": none).
+func nameList(s string) []string {
+	if s == "" {
 		return nil
 	}
-	return strings.Split(c.Expensive, ",")
+	return strings.Split(s, ",")
 }
 
 // source is the client address a single connection binds to: path's, the
@@ -141,7 +144,7 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 		counts["used_"+p.Name] = float64(p.Used)
 		counts["requests_"+p.Name] = float64(p.Requests)
 	}
-	if total := s.pathShares(received, metrics, counts); res.Bytes > 0 {
+	if total := pathShares(s.cfg.expensive(), received, metrics, counts); res.Bytes > 0 {
 		// DATA payload is body bytes: anything beyond the page is waste.
 		counts["dup_bytes"] = float64(total - res.Bytes)
 		metrics["dup_pct"] = 100 * float64(total-res.Bytes) / float64(res.Bytes)
@@ -191,18 +194,18 @@ func pageMetrics(pg *page.Page, r *replay.Result) map[string]float64 {
 
 // pathShares records each path's received bytes (DATA for the multipath
 // rows, TCP payload per subflow for MPTCP, TLS and HTTP/2 framing
-// included) and the expensive paths' share (expensive_pct), and returns the
-// total.
-func (s *Session) pathShares(received map[string]int64, metrics, counts map[string]float64) int64 {
+// included; IP bytes per interface for Chromium) and the expensive paths'
+// share (expensive_pct), and returns the total.
+func pathShares(expensive []string, received map[string]int64, metrics, counts map[string]float64) int64 {
 	var total, onExpensive int64
 	for name, n := range received {
 		counts["received_"+name] = float64(n)
 		total += n
-		if slices.Contains(s.cfg.expensive(), name) {
+		if slices.Contains(expensive, name) {
 			onExpensive += n
 		}
 	}
-	if total > 0 && s.cfg.Expensive != "" {
+	if total > 0 && len(expensive) > 0 {
 		metrics["expensive_pct"] = 100 * float64(onExpensive) / float64(total)
 	}
 	return total

@@ -316,7 +316,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	}
 	metrics := pageMetrics(pg, res)
 	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())}
-	s.pathShares(perPath, metrics, counts)
+	pathShares(s.cfg.expensive(), perPath, metrics, counts)
 	return experiment.Result{
 		Metrics: metrics,
 		Counts:  counts,

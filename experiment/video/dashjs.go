@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +15,7 @@ import (
 
 	"github.com/shunt-net/shunt/dash"
 	"github.com/shunt-net/shunt/experiment"
-	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/experiment/origin"
 	"github.com/shunt-net/shunt/proxy"
 	"github.com/shunt-net/shunt/replay/browser"
 )
@@ -103,7 +101,7 @@ func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Res
 	case "mptcp":
 		cfg.Wrap = []string{"mptcpize", "run"}
 	case "proxy":
-		addr, stop, err := s.startProxy()
+		addr, stop, err := origin.StartProxy(s.env, s.addr, s.c.CC, proxy.Config{})
 		if err != nil {
 			return nil, err
 		}
@@ -172,33 +170,3 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 func (l *limitedBuffer) String() string { return string(l.b) }
-
-// startProxy starts shunt proxy in the client namespace on fresh
-// connections over every path, for one playback.
-func (s *Session) startProxy() (addr string, stop func(), err error) {
-	ln, err := s.env.Net.Client().Listen("tcp", "127.0.0.1:0", experiment.SockOpts{})
-	if err != nil {
-		return "", nil, fmt.Errorf("proxy listener: %w", err)
-	}
-	// Chromium's own background requests (sign-in, optimisation hints) come
-	// to the proxy too: it reaches the video's server and nothing else, and
-	// resolves no name.
-	var paths []mph2.Path
-	for _, pi := range s.env.Net.Paths() {
-		dial := s.dial(pi, false)
-		paths = append(paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr != s.addr {
-				return nil, fmt.Errorf("%s is not the video's server %s", addr, s.addr)
-			}
-			return dial(ctx, network, addr)
-		}})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r, err := proxy.Start(ctx, proxy.Config{Listener: ln, Paths: paths, ErrorLog: log.New(s.env.Log, "shunt proxy: ", log.LstdFlags)})
-	if err != nil {
-		cancel()
-		ln.Close()
-		return "", nil, err
-	}
-	return r.Addr, func() { cancel(); r.Wait() }, nil
-}

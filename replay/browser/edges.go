@@ -146,3 +146,15 @@ func (s *Site) Edges(l Load) Edges {
 	}
 	return e
 }
+
+// ObjectIndex is the index in s.Page.Objects of the first object a request
+// for target fetches; -1 if none.
+func (s *Site) ObjectIndex(target string) int {
+	t := canonical(target)
+	for i, o := range s.Page.Objects {
+		if canonical(site.URLPath(s.Page.Name, o.Path)) == t {
+			return i
+		}
+	}
+	return -1
+}
