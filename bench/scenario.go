@@ -51,6 +51,9 @@ type Scenario struct {
 	// BestOf derives rows that stand for the best of a family of protocols
 	// (see bestof.go).
 	BestOf []BestOf `yaml:"best_of,omitempty" json:"best_of,omitempty"`
+	// Ratios sets protocols against peers that differ in one param (see
+	// ratios.go).
+	Ratios *Ratios `yaml:"ratios,omitempty" json:"ratios,omitempty"`
 }
 
 // Topologies the runner knows, with the number of paths each needs (0: any
@@ -197,6 +200,7 @@ func (s *Scenario) Validate() error {
 	}
 	errs = append(errs, s.validateFigures()...)
 	errs = append(errs, s.validateBestOf()...)
+	errs = append(errs, s.validateRatios()...)
 	sortErrs(errs)
 	return errors.Join(errs...)
 }

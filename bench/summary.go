@@ -40,6 +40,8 @@ type Summary struct {
 	Cells    []Cell `json:"cells"`
 	// Comparisons set protocols against the scenario's BestOf rows.
 	Comparisons []Comparison `json:"comparisons,omitempty"`
+	// Ratios set protocols against their peers (Scenario.Ratios).
+	Ratios []Ratio `json:"ratios,omitempty"`
 }
 
 // Summarize computes p25/p50/p75 per cell from run records (one per run ID is
@@ -115,11 +117,12 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 	deriveBestOf(s, &out)
 	order := scenarioOrder(s)
 	sort.Slice(out.Cells, func(i, j int) bool { return order.less(out.Cells[i].Labels, out.Cells[j].Labels) })
+	deriveRatios(s, &out)
 	return out
 }
 
 // UnitOf is a metric's unit, read off its name: NAME_per_s is a rate
-// ("req_per_s": req/s), NAME_us microseconds, NAME_kb kilobytes,
+// ("req_per_s": req/s), NAME_us microseconds, NAME_ms milliseconds, NAME_kb kilobytes,
 // NAME_pct a percentage, NAME_count a count, anything else a time in
 // seconds, as most metrics are.
 func UnitOf(metric string) string {
@@ -130,6 +133,8 @@ func UnitOf(metric string) string {
 		return strings.TrimSuffix(metric, "_per_s") + "/s"
 	case strings.HasSuffix(metric, "_us"):
 		return "µs"
+	case strings.HasSuffix(metric, "_ms"):
+		return "ms"
 	case strings.HasSuffix(metric, "_kb"):
 		return "KB"
 	case strings.HasSuffix(metric, "_pct"):

@@ -3,7 +3,9 @@ package peers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +22,9 @@ type Load struct {
 	Streams  int      // -m, concurrent streams per client
 	Threads  int      // -t; 0 means h2load's default (1)
 	Prefix   []string // prepended to argv (ip netns exec NS)
+	// LogFile, if set, is h2load's --log-file: a line per request
+	// (ParseH2loadLog).
+	LogFile string
 }
 
 // LoadResult is what h2load printed.
@@ -49,6 +54,9 @@ func H2load(ctx context.Context, l Load) (LoadResult, string, error) {
 	args := []string{bin, "-n", strconv.Itoa(l.Requests), "-c", strconv.Itoa(l.Clients), "-m", strconv.Itoa(l.Streams)}
 	if l.Threads > 0 {
 		args = append(args, "-t", strconv.Itoa(l.Threads))
+	}
+	if l.LogFile != "" {
+		args = append(args, "--log-file", l.LogFile)
 	}
 	args = append(args, l.URLs...)
 	var out bytes.Buffer
@@ -120,4 +128,35 @@ func ParseH2load(out []byte) (LoadResult, error) {
 		return r, fmt.Errorf("traffic line %q: %v", m[0], err)
 	}
 	return r, nil
+}
+
+// LoggedRequest is one line of h2load's --log-file.
+type LoggedRequest struct {
+	Start  time.Time     // when the request started
+	Status int           // HTTP status; -1 for a failed stream
+	Time   time.Duration // from start to the end of the response
+}
+
+// ParseH2loadLog parses h2load's --log-file: tab-separated start time in
+// microseconds since the epoch, status code and microseconds to the end of
+// the response; h2load may add columns, which are ignored.
+func ParseH2loadLog(b []byte) ([]LoggedRequest, error) {
+	var out []LoggedRequest
+	n := 0
+	for line := range bytes.Lines(b) {
+		n++
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		f := strings.Split(string(line), "\t")
+		if len(f) < 3 {
+			return nil, fmt.Errorf("h2load log line %d %q: want 3 tab-separated columns", n, line)
+		}
+		start, err1 := strconv.ParseInt(f[0], 10, 64)
+		status, err2 := strconv.Atoi(f[1])
+		us, err3 := strconv.ParseInt(f[2], 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil || start < 0 || us < 0 || us > math.MaxInt64/1000 {
+			return nil, fmt.Errorf("h2load log line %d %q: want start, status and duration as integers", n, line)
+		}
+		out = append(out, LoggedRequest{Start: time.UnixMicro(start), Status: status, Time: time.Duration(us) * time.Microsecond})
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -241,4 +242,111 @@ func TestVerifyFile(t *testing.T) {
 	if err := VerifyFile(p, []byte("hell")); err == nil {
 		t.Error("different length: no error")
 	}
+}
+
+func TestParseH2loadLog(t *testing.T) {
+	got, err := ParseH2loadLog(readTestdata(t, "h2load-log.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, missing int
+	for _, r := range got {
+		switch r.Status {
+		case 200:
+			ok++
+		case 404:
+			missing++
+		}
+		if r.Time <= 0 || r.Start.Year() != 2026 {
+			t.Errorf("%+v: want a positive time and a start in 2026", r)
+		}
+	}
+	// h2load -n 20 over one good and one missing URL.
+	if ok != 10 || missing != 10 {
+		t.Errorf("%d 200s and %d 404s, want 10 and 10", ok, missing)
+	}
+	if want := (LoggedRequest{Start: time.UnixMicro(1795616869444766), Status: 404, Time: 2009 * time.Microsecond}); got[0] != want {
+		t.Errorf("first line %+v, want %+v", got[0], want)
+	}
+	for _, bad := range []string{"1\t200\n", "1\t200\tx\n", "-1\t200\t5\n", "1\t200\t-5\n", "a\tb\tc\n"} {
+		if _, err := ParseH2loadLog([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// formatH2loadLog writes requests as h2load's --log-file does.
+func formatH2loadLog(rs []LoggedRequest) []byte {
+	var b []byte
+	for _, r := range rs {
+		b = fmt.Appendf(b, "%d\t%d\t%d\n", r.Start.UnixMicro(), r.Status, r.Time.Microseconds())
+	}
+	return b
+}
+
+func FuzzParseH2loadLog(f *testing.F) {
+	f.Add(readTestdata(f, "h2load-log.txt"))
+	f.Add([]byte("1\t-1\t0\textra\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rs, err := ParseH2loadLog(b)
+		if err != nil {
+			return
+		}
+		// Round trip: what parsed prints back as h2load would and parses
+		// to the same requests.
+		again, err := ParseH2loadLog(formatH2loadLog(rs))
+		if err != nil || !slices.Equal(again, rs) {
+			t.Errorf("%q: round trip gave %v, %v; want %v", b, again, err, rs)
+		}
+	})
+}
+
+// procStat is a /proc/PID/stat line whose command name holds a space and
+// parentheses.
+const procStat = "1234 (a b) c)) S 1 1234 1234 0 -1 4194560 500 0 0 0 731 95 0 0 20 0 3 0 100 1000000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+
+func TestParseProc(t *testing.T) {
+	u, s, err := ParseStatCPU([]byte(procStat))
+	if err != nil || u != 731 || s != 95 {
+		t.Errorf("ParseStatCPU = %d, %d, %v; want 731, 95", u, s, err)
+	}
+	for _, bad := range []string{"1 (x S 1 2", "1 (x) S 1 2 3", "1 (x) S 1 1 1 0 -1 1 1 0 0 0 u 95 0", "1 (x) S 1 1 1 0 -1 1 1 0 0 0 7 -9 0"} {
+		if _, _, err := ParseStatCPU([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	got, err := ParseVmRSS([]byte("Name:\tshunt\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nRssAnon:\t 1000 kB\n"))
+	if err != nil || got != 1234*1024 {
+		t.Errorf("ParseVmRSS = %d, %v; want %d", got, err, 1234*1024)
+	}
+	for _, bad := range []string{"Name:\tkthreadd\n", "VmRSS:\t12 MB\n", "VmRSS:\t-3 kB\n"} {
+		if _, err := ParseVmRSS([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// This process: at least 1 MB resident, and some CPU used by now.
+	if n, err := TreeRSS(os.Getpid()); err != nil || n < 1<<20 {
+		t.Errorf("TreeRSS(self) = %d, %v", n, err)
+	}
+	if _, err := TreeCPU(os.Getpid()); err != nil {
+		t.Errorf("TreeCPU(self): %v", err)
+	}
+}
+
+func FuzzParseStatCPU(f *testing.F) {
+	f.Add([]byte(procStat))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if u, s, err := ParseStatCPU(b); err == nil && (u < 0 || s < 0) {
+			t.Errorf("%q: negative times %d, %d", b, u, s)
+		}
+	})
+}
+
+func FuzzParseVmRSS(f *testing.F) {
+	f.Add([]byte("Name:\tshunt\nVmRSS:\t    1234 kB\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := ParseVmRSS(b); err == nil && n < 0 {
+			t.Errorf("%q: negative size %d", b, n)
+		}
+	})
 }

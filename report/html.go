@@ -60,7 +60,7 @@ func scenarioOf(dir string, recs []*experiment.Record) (*bench.Scenario, []byte,
 }
 
 // Write reads dir's runs.jsonl and scenario, and writes summary.csv,
-// summary.json, table.txt, plots/ (PNG and SVG) and report.html into dir. It
+// summary.json, table.txt, matrix.md (a scenario with ratios), plots/ (PNG and SVG) and report.html into dir. It
 // returns the summary so callers can also print it.
 func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*experiment.Record, error) {
 	recs, err := experiment.ReadRecords(filepath.Join(dir, bench.RunsFile))
@@ -84,6 +84,15 @@ func Write(dir string, opt Options) (*bench.Scenario, bench.Summary, []*experime
 	}
 	if err := os.WriteFile(filepath.Join(dir, TableFile), table.Bytes(), 0o644); err != nil {
 		return nil, sum, nil, err
+	}
+	if sc.Ratios != nil {
+		var md bytes.Buffer
+		if err := WriteMatrix(&md, sc, sum); err != nil {
+			return nil, sum, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, MatrixFile), md.Bytes(), 0o644); err != nil {
+			return nil, sum, nil, err
+		}
 	}
 	// The scenario's own plots (the paper's figures) come first.
 	figs, err := WriteLinePlots(filepath.Join(dir, PlotsDir), sc, sum)

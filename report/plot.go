@@ -161,19 +161,21 @@ func plotMetric(g *grid, metric string) (drawn, error) {
 // scaleY sets the y axis so that every value drawn (medians, bars,
 // published figures) lies inside it with a margin. It starts at zero,
 // unless the values span more than 20x (0.05 s alone, 8.40 s blocked):
-// then it is logarithmic, or the small ones would all sit on zero.
+// then it is logarithmic, or the small ones would all sit on zero; but not
+// when a value is 0, which a logarithmic axis cannot show (gonum panics).
 func scaleY(p *plot.Plot, vals []float64) {
-	lo, hi := math.Inf(1), 0.0
+	lo, hi, zero := math.Inf(1), 0.0, false
 	for _, v := range vals {
 		if v > 0 {
 			lo = min(lo, v)
 		}
+		zero = zero || v <= 0
 		hi = max(hi, v)
 	}
 	switch {
 	case hi == 0:
 		p.Y.Min, p.Y.Max = 0, 1
-	case hi/lo > 20:
+	case hi/lo > 20 && !zero:
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5

@@ -18,8 +18,23 @@ import (
 // the figures measured on the development machine, nginx's 0.74 s among
 // them, and returns its directory and summary.
 func holbReport(t *testing.T) (string, bench.Summary) {
+	during := map[string]float64{"h1": 0.088, "h2-shunt": 0.122, "h2-shunt-kernelq": 0.524, "h2-nginx": 0.736, "h2-h2o": 0.095}
+	return shippedReport(t, "holb", func(r *experiment.Run, rec *experiment.Record) {
+		v := 0.059 + 0.001*float64(r.Rep)
+		if r.Object.Name == "during" {
+			v = during[r.Protocol.Name] * (1 + 0.01*float64(r.Rep))
+		}
+		rec.Metrics = map[string]float64{"time": v}
+		rec.Sock, rec.Info = experiment.SockOpts{CC: "cubic"}, map[string]string{"server_cc": "cubic"}
+	})
+}
+
+// shippedReport writes the report of a shipped scenario from a record per
+// run of its plan, which fill completes, and returns its directory and
+// summary.
+func shippedReport(t *testing.T, name string, fill func(*experiment.Run, *experiment.Record)) (string, bench.Summary) {
 	t.Helper()
-	sc, src, err := bench.Load("holb")
+	sc, src, err := bench.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,15 +42,11 @@ func holbReport(t *testing.T) (string, bench.Summary) {
 	if err := os.WriteFile(filepath.Join(dir, bench.ScenarioFile), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	during := map[string]float64{"h1": 0.088, "h2-shunt": 0.122, "h2-shunt-kernelq": 0.524, "h2-nginx": 0.736, "h2-h2o": 0.095}
 	var recs []*experiment.Record
 	for i, r := range bench.Plan(sc) {
-		v := 0.059 + 0.001*float64(r.Rep)
-		if r.Object.Name == "during" {
-			v = during[r.Protocol.Name] * (1 + 0.01*float64(r.Rep))
-		}
-		recs = append(recs, &experiment.Record{Run: *r, Start: time.Unix(int64(i), 0), Metrics: map[string]float64{"time": v},
-			Sock: experiment.SockOpts{CC: "cubic"}, Info: map[string]string{"server_cc": "cubic"}})
+		rec := &experiment.Record{Run: *r, Start: time.Unix(int64(i), 0)}
+		fill(r, rec)
+		recs = append(recs, rec)
 	}
 	if err := experiment.WriteRecords(filepath.Join(dir, bench.RunsFile), recs); err != nil {
 		t.Fatal(err)

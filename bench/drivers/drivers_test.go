@@ -212,8 +212,8 @@ objects:
 }
 
 // TestH2loadDriverOnLoopback runs the h2load experiment against shunt and
-// nginx: every request succeeded (the experiment checks), and the rates are
-// h2load's own.
+// nginx: every request succeeded (the experiment checks), the rates are
+// h2load's own, and the server's CPU, memory and request times were read.
 func TestH2loadDriverOnLoopback(t *testing.T) {
 	for _, p := range []string{"h2load", peers.Nginx} {
 		if err := peers.Available(p); err != nil {
@@ -227,14 +227,16 @@ seed: 1
 conditions:
   - {name: loopback, topology: loopback}
 protocols:
-  - {name: shunt, driver: h2load, params: {server: shunt, target: 200ms, workers: "1"}}
-  - {name: nginx, driver: h2load, params: {server: nginx, target: 200ms, workers: "1", tls: "true"}}
+  - {name: shunt, driver: h2load, params: {server: shunt, max_requests: "2000", workers: "1"}}
+  - {name: nginx, driver: h2load, params: {server: nginx, max_requests: "2000", workers: "1", tls: "true"}}
 objects:
   - {name: 1KB, size: 1KB}
 `)
 	for _, rec := range recs {
-		if rec.Metrics["req_per_s"] <= 0 || rec.Metrics["mb_per_s"] <= 0 || rec.Counts["requests"] < 1000 {
-			t.Errorf("%s: metrics %v counts %v", rec.Protocol.Name, rec.Metrics, rec.Counts)
+		m := rec.Metrics
+		if m["req_per_s"] <= 0 || m["mb_per_s"] <= 0 || rec.Counts["requests"] != 2000 || m["cpu_per_req_us"] < 0 ||
+			m["rss_kb"] < 1000 || m["latency_p50_ms"] <= 0 || m["latency_p99_ms"] < m["latency_p50_ms"] {
+			t.Errorf("%s: metrics %v counts %v", rec.Protocol.Name, m, rec.Counts)
 		}
 	}
 }

@@ -1,16 +1,23 @@
 // Package h2load is the server-load experiment (driver "h2load"): h2load
 // against shunt's server, nginx or h2o serving the same static files, each
-// run one measured h2load run of about Target sized by a probe run, because
-// h2load's -D reports 0 req/s here. Metrics: req_per_s and mb_per_s
-// (h2load's figures, MB = 10^6 bytes of traffic); counts: requests.
+// run one h2load run of a fixed count of requests (Volume / object size,
+// bounded; h2load's -D reports 0 req/s here). Metrics: req_per_s and
+// mb_per_s (h2load's figures, MB = 10^6 bytes of traffic), the server's CPU
+// per request (cpu_per_req_us: user + system time of its processes over the
+// run / requests), its resident memory at the end of the run (rss_kb), and
+// the requests' median and 99th percentile times (latency_p50_ms, latency_p99_ms,
+// from h2load's --log-file); counts: requests, duration_s.
 package h2load
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,18 +28,21 @@ import (
 
 // Config is the load and the server under it.
 type Config struct {
-	Server      string        `param:"server" enum:"shunt,nginx,h2o" help:"the server under load"`
-	TLS         bool          `param:"tls" help:"h2 over TLS (false: h2c with prior knowledge)"`
-	Clients     int           `param:"clients" help:"h2load clients (-c)"`
-	Streams     int           `param:"streams" help:"h2load concurrent streams per client (-m)"`
-	Workers     int           `param:"workers" help:"server workers: nginx worker_processes, h2o num-threads, shunt GOMAXPROCS"`
-	Target      time.Duration `param:"target" help:"aimed duration of each measured run"`
-	MaxRequests int           `param:"max_requests" help:"upper bound of h2load -n"`
+	Server      string           `param:"server" enum:"shunt,nginx,h2o" help:"the server under load"`
+	TLS         bool             `param:"tls" help:"h2 over TLS (false: h2c with prior knowledge)"`
+	Clients     int              `param:"clients" help:"h2load clients (-c)"`
+	Streams     int              `param:"streams" help:"h2load concurrent streams per client (-m)"`
+	Workers     int              `param:"workers" help:"server workers: nginx worker_processes, h2o num-threads, shunt GOMAXPROCS"`
+	Volume      experiment.Bytes `param:"volume" help:"response bytes per run: h2load -n is volume / object size, within [clients x streams, max_requests]"`
+	MaxRequests int              `param:"max_requests" help:"upper bound of h2load -n"`
 }
 
-// DefaultConfig is h2load -c 10 -m 10 against shunt with a worker per CPU.
+// DefaultConfig is h2load -c 10 -m 10 against shunt with a worker per CPU,
+// 2 GB of responses or 100,000 requests a run, whichever is fewer: 100,000
+// requests of 1 KB and 16 KB, 2,000 of 1 MB, so the shipped matrix (36 runs
+// a repetition) takes ~5 minutes a repetition on this 2-core machine.
 func DefaultConfig() Config {
-	return Config{Server: peers.Shunt, Clients: 10, Streams: 10, Workers: runtime.NumCPU(), Target: 3 * time.Second, MaxRequests: 1_000_000}
+	return Config{Server: peers.Shunt, Clients: 10, Streams: 10, Workers: runtime.NumCPU(), Volume: 2 << 30, MaxRequests: 100_000}
 }
 
 // Validate checks the counts.
@@ -45,8 +55,8 @@ func (c Config) Validate() error {
 			return experiment.Errorf("params."+n.key, strconv.Itoa(n.v), "want at least 1")
 		}
 	}
-	if c.Target <= 0 {
-		return experiment.Errorf("params.target", c.Target.String(), "want a positive duration")
+	if c.Volume < 1 {
+		return experiment.Errorf("params.volume", strconv.FormatInt(int64(c.Volume), 10), "want at least 1 byte")
 	}
 	return nil
 }
@@ -64,6 +74,7 @@ type Session struct {
 	cfg    Config
 	peer   *peers.Peer
 	client []string // argv prefix that runs h2load in the client's namespace
+	dir    string   // scratch: h2load's log file
 	info   map[string]string
 }
 
@@ -100,7 +111,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		ver = c.Server
 	}
 	h2ver, _ := peers.Version("h2load")
-	return &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), info: map[string]string{
+	return &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), dir: env.Dir, info: map[string]string{
 		"server": ver, "client": h2ver, "workers": strconv.Itoa(c.Workers),
 		"load": fmt.Sprintf("h2load -c %d -m %d -t 1", c.Clients, c.Streams)}}, nil
 }
@@ -111,28 +122,79 @@ func (s *Session) Info() map[string]string { return s.info }
 // Close stops the server.
 func (s *Session) Close() error { return s.peer.Stop() }
 
-// Run measures one object size: a probe of 10 requests per stream, then a
-// run of about Target at the probe's rate. Every request must succeed.
+// Run measures one object size: one h2load run of RequestsFor requests,
+// every one of which must succeed, with the server's CPU time read from /proc
+// before and after it.
 func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
 	sz, err := origin.ParseSizes(r.Object)
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	log := filepath.Join(s.dir, "h2load.log")
 	load := peers.Load{URLs: []string{s.peer.URL(origin.ObjectPath(sz.Size))}, Clients: s.cfg.Clients, Streams: s.cfg.Streams,
-		Requests: 10 * s.cfg.Clients * s.cfg.Streams, Prefix: s.client}
-	probe, err := s.load(ctx, load)
+		Requests: RequestsFor(sz.Size, s.cfg), Prefix: s.client, LogFile: log}
+	cpu0, err := peers.TreeCPU(s.peer.Pid())
 	if err != nil {
-		return experiment.Result{}, fmt.Errorf("probe: %w", err)
+		return experiment.Result{}, err
 	}
-	load.Requests = RequestsFor(probe.ReqPerSec, s.cfg.Target, load.Requests, s.cfg.MaxRequests)
 	res, err := s.load(ctx, load)
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	cpu1, err := peers.TreeCPU(s.peer.Pid())
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	rss, err := peers.TreeRSS(s.peer.Pid())
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	p50, p99, err := latencies(log, res.Succeeded)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	os.Remove(log) // a line per request: megabytes a run, and its figures are in the record
 	return experiment.Result{
-		Metrics: map[string]float64{"req_per_s": res.ReqPerSec, "mb_per_s": float64(res.TrafficBytes) / 1e6 / res.Duration.Seconds()},
-		Counts:  map[string]float64{"requests": float64(res.Total), "duration_s": res.Duration.Seconds()},
+		Metrics: map[string]float64{
+			"req_per_s":      res.ReqPerSec,
+			"mb_per_s":       float64(res.TrafficBytes) / 1e6 / res.Duration.Seconds(),
+			"cpu_per_req_us": float64((cpu1 - cpu0).Microseconds()) / float64(res.Succeeded),
+			"rss_kb":         float64(rss) / 1024,
+			"latency_p50_ms": float64(p50) / 1e6,
+			"latency_p99_ms": float64(p99) / 1e6,
+		},
+		Counts: map[string]float64{"requests": float64(res.Total), "duration_s": res.Duration.Seconds()},
 	}, nil
+}
+
+// latencies reads h2load's --log-file: the median and 99th percentile of
+// the times of the successful requests, which must number want.
+func latencies(file string, want int) (p50, p99 time.Duration, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	reqs, err := peers.ParseH2loadLog(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	var ts []time.Duration
+	for _, r := range reqs {
+		if r.Status >= 200 && r.Status < 300 {
+			ts = append(ts, r.Time)
+		}
+	}
+	if len(ts) != want {
+		return 0, 0, fmt.Errorf("h2load's log has %d successful requests of %d, its summary %d", len(ts), len(reqs), want)
+	}
+	slices.Sort(ts)
+	return Percentile(ts, 0.5), Percentile(ts, 0.99), nil
+}
+
+// Percentile is the nearest-rank q-quantile of sorted, non-empty times.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func (s *Session) load(ctx context.Context, l peers.Load) (peers.LoadResult, error) {
@@ -140,6 +202,7 @@ func (s *Session) load(ctx context.Context, l peers.Load) (peers.LoadResult, err
 	if err != nil {
 		return r, err
 	}
+	// h2load's exit code does not tell: count what succeeded.
 	if r.Succeeded != l.Requests {
 		return r, fmt.Errorf("h2load -n %d: %d succeeded, %d failed, %d errored\n%s", l.Requests, r.Succeeded, r.Failed, r.Errored, out)
 	}
@@ -149,7 +212,8 @@ func (s *Session) load(ctx context.Context, l peers.Load) (peers.LoadResult, err
 	return r, nil
 }
 
-// RequestsFor is the -n that lasts about target at rate, within [lo, hi].
-func RequestsFor(rate float64, target time.Duration, lo, hi int) int {
-	return max(lo, min(hi, int(rate*target.Seconds())))
+// RequestsFor is h2load's -n for an object of size bytes: c.Volume / size,
+// at least one request per stream and at most c.MaxRequests.
+func RequestsFor(size int64, c Config) int {
+	return int(max(int64(c.Clients*c.Streams), min(int64(c.MaxRequests), int64(c.Volume)/max(size, 1))))
 }

@@ -8,7 +8,6 @@ package idleconn
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -121,7 +119,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (res experiment.Re
 		return res, err
 	}
 	defer func() { err = errors.Join(err, p.Stop()) }()
-	before, err := TreeRSS(p.Pid())
+	before, err := peers.TreeRSS(p.Pid())
 	if err != nil {
 		return experiment.Result{}, err
 	}
@@ -139,7 +137,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (res experiment.Re
 	case <-ctx.Done():
 		return experiment.Result{}, ctx.Err()
 	}
-	after, err := TreeRSS(p.Pid())
+	after, err := peers.TreeRSS(p.Pid())
 	if err != nil {
 		return experiment.Result{}, err
 	}
@@ -220,45 +218,4 @@ func (s *Session) handshake(ctx context.Context, addr string) (net.Conn, error) 
 	}
 	c.SetDeadline(time.Time{})
 	return c, nil
-}
-
-// TreeRSS is the resident set size in bytes of pid and its descendants
-// (nginx's workers, h2o's helper).
-func TreeRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	rss, err := vmRSS(b)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
-	}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, t := range tasks {
-		kids, _ := os.ReadFile(t)
-		for _, k := range strings.Fields(string(kids)) {
-			child, err := strconv.Atoi(k)
-			if err != nil {
-				continue
-			}
-			if n, err := TreeRSS(child); err == nil {
-				rss += n
-			}
-		}
-	}
-	return rss, nil
-}
-
-// vmRSS parses the VmRSS line of /proc/PID/status.
-func vmRSS(status []byte) (int64, error) {
-	for line := range bytes.Lines(status) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			f := strings.Fields(string(v))
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024, err
-			}
-		}
-	}
-	return 0, errors.New("no VmRSS line")
 }
