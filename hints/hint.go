@@ -123,31 +123,60 @@ func UrgencyOf(c Class) int {
 // is parser-blocking when its urgency is 0 or 1 (Chromium lowers async
 // scripts); the size is unknown.
 func FromHeaders(h http.Header) Hint {
-	u := parseUrgency(h.Get("Priority"))
-	c := Other
-	switch dest := strings.ToLower(h.Get("Sec-Fetch-Dest")); dest {
-	case "document", "iframe", "frame":
-		c = Document
-	case "style":
-		c = Style
-	case "script", "worker", "sharedworker", "serviceworker":
-		c = Script
-	case "image":
-		c = Image
-	case "font":
-		c = Font
-	case "audio", "video", "track":
-		c = Media
-	case "", "empty":
-		c = classOfAccept(h.Get("Accept"))
+	return withPriority(classOfRequest(h), h.Get("Priority"), -1)
+}
+
+// FromResponse is a server's hint for a response (issue 19's server-side
+// steering): the class from the request as FromHeaders reads it or, when
+// the request does not say (no Sec-Fetch-Dest, no telling Accept), from
+// the response's Content-Type, the page model's MIME classes; the urgency
+// from the request's Priority, as FromHeaders; the size from the
+// response's Content-Length (-1 unknown).
+func FromResponse(req, resp http.Header) Hint {
+	c := classOfRequest(req)
+	if c == Other {
+		c = classOfPage(page.ClassOf(page.NormalizeMIME(resp.Get("Content-Type"))))
 	}
+	size, err := strconv.ParseInt(resp.Get("Content-Length"), 10, 64)
+	if err != nil || size < 0 {
+		size = -1
+	}
+	return withPriority(c, req.Get("Priority"), size)
+}
+
+// withPriority completes a class into a hint: a script whose Priority
+// urgency is above 1 is an async one, and without a Priority the urgency is
+// the class's.
+func withPriority(c Class, priority string, size int64) Hint {
+	u := parseUrgency(priority)
 	if c == Script && u > 1 {
 		c = AsyncScript
 	}
 	if u < 0 {
 		u = UrgencyOf(c)
 	}
-	return Hint{Class: c, Size: -1, Urgency: u}
+	return Hint{Class: c, Size: size, Urgency: u}
+}
+
+// classOfRequest reads a request's Sec-Fetch-Dest, else its Accept.
+func classOfRequest(h http.Header) Class {
+	switch dest := strings.ToLower(h.Get("Sec-Fetch-Dest")); dest {
+	case "document", "iframe", "frame":
+		return Document
+	case "style":
+		return Style
+	case "script", "worker", "sharedworker", "serviceworker":
+		return Script
+	case "image":
+		return Image
+	case "font":
+		return Font
+	case "audio", "video", "track":
+		return Media
+	case "", "empty":
+		return classOfAccept(h.Get("Accept"))
+	}
+	return Other
 }
 
 // classOfAccept reads the first media range a browser prefers.

@@ -1,8 +1,10 @@
 package hints
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -71,6 +73,71 @@ func TestFromHeaders(t *testing.T) {
 			t.Errorf("%v: %+v, want %+v", tc.h, got, tc.want)
 		}
 	}
+}
+
+// TestFromResponseRoundTrip: a page object's hint, sent as a server sees
+// it (the hint's urgency in the request's Priority, the object's MIME type
+// and size in the response), comes back whole.
+func TestFromResponseRoundTrip(t *testing.T) {
+	p, err := page.ReadGraph("t.json", []byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range FromPage(p) {
+		req := http.Header{"Priority": {fmt.Sprintf("u=%d", want.Urgency)}}
+		resp := http.Header{"Content-Type": {p.Objects[i].MIME + "; charset=utf-8"}, "Content-Length": {strconv.FormatInt(want.Size, 10)}}
+		if got := FromResponse(req, resp); got != want {
+			t.Errorf("object %s: %+v, want %+v", p.Objects[i].ID, got, want)
+		}
+	}
+}
+
+func TestFromResponse(t *testing.T) {
+	for _, tc := range []struct {
+		req, resp map[string]string
+		want      Hint
+	}{
+		// The request's class wins over the response's type.
+		{map[string]string{"Sec-Fetch-Dest": "style"}, map[string]string{"Content-Type": "text/plain", "Content-Length": "10"}, Hint{Style, 10, 0}},
+		{map[string]string{"Accept": "text/css"}, map[string]string{"Content-Type": "image/png"}, Hint{Style, -1, 0}},
+		// Without one, the response's type; an alias spelling counts.
+		{nil, map[string]string{"Content-Type": "text/javascript"}, Hint{Script, -1, 1}},
+		{map[string]string{"Priority": "u=3"}, map[string]string{"Content-Type": "application/x-javascript", "Content-Length": "7"}, Hint{AsyncScript, 7, 3}},
+		{map[string]string{"Accept": "*/*"}, map[string]string{"Content-Type": "image/jpg", "Content-Length": "-5"}, Hint{Image, -1, 2}},
+		{nil, map[string]string{"Content-Type": "application/octet-stream", "Content-Length": "x"}, Hint{Other, -1, 3}},
+		{nil, nil, Hint{Other, -1, 3}},
+	} {
+		req, resp := http.Header{}, http.Header{}
+		for k, v := range tc.req {
+			req.Set(k, v)
+		}
+		for k, v := range tc.resp {
+			resp.Set(k, v)
+		}
+		if got := FromResponse(req, resp); got != tc.want {
+			t.Errorf("%v / %v: %+v, want %+v", tc.req, tc.resp, got, tc.want)
+		}
+	}
+}
+
+// FuzzFromResponse: any headers give a hint of a known class, an urgency
+// of 0..7 and a size of -1 or more, and the hint survives a second trip.
+func FuzzFromResponse(f *testing.F) {
+	f.Add("script", "", "u=1", "application/javascript", "100")
+	f.Add("", "text/css", "i, u=3", "text/css;charset=x", "0")
+	f.Add("empty", "", "u=9", "image/jpg", "-1")
+	f.Fuzz(func(t *testing.T, dest, accept, priority, ctype, clen string) {
+		req := http.Header{"Sec-Fetch-Dest": {dest}, "Accept": {accept}, "Priority": {priority}}
+		h := FromResponse(req, http.Header{"Content-Type": {ctype}, "Content-Length": {clen}})
+		if !validClass(string(h.Class)) || h.Urgency < 0 || h.Urgency > 7 || h.Size < -1 {
+			t.Fatalf("%+v", h)
+		}
+		again := FromResponse(http.Header{"Sec-Fetch-Dest": {dest}, "Accept": {accept}, "Priority": {fmt.Sprintf("u=%d", h.Urgency)}},
+			http.Header{"Content-Type": {ctype}, "Content-Length": {strconv.FormatInt(h.Size, 10)}})
+		if again != h {
+			t.Fatalf("second trip: %+v, first %+v", again, h)
+		}
+	})
 }
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)

@@ -26,9 +26,14 @@ type Transport struct {
 	TLSClientConfig *tls.Config
 	AllowHTTP       bool
 	DialContext     func(ctx context.Context, network, addr string) (net.Conn, error)
-	Config          h2.Config
-	Policy          Policy // MigCP applies here; server policies are ignored
-	Pool            PoolConfig
+	// PoolDial, if set, opens the pooled connections (id 1, 2, ... in the
+	// order they are opened) instead of DialContext: a multipath client
+	// binds them to its other paths, so a server can steer responses
+	// across paths (issue 19).
+	PoolDial func(ctx context.Context, id int, network, addr string) (net.Conn, error)
+	Config   h2.Config
+	Policy   Policy // MigCP applies here; server policies are ignored
+	Pool     PoolConfig
 	// Logf reports refused migrations and linking errors; nil means silent.
 	Logf func(format string, args ...any)
 
@@ -209,7 +214,7 @@ func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, 
 // dial opens one connection of o and registers it before any frame of it
 // can be handled (the hooks take t.mu).
 func (t *Transport) dial(ctx context.Context, o *origin, id int) (*cconn, error) {
-	nc, err := t.dialNet(ctx, o, id != 0)
+	nc, err := t.dialNet(ctx, o, id)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +281,8 @@ func (t *Transport) goneLocked(o *origin, cid CID) []*h2.Stream {
 
 // dialNet connects; over TLS a pooled connection resumes the primary's
 // session (so it waits for the primary's first ticket) or fails.
-func (t *Transport) dialNet(ctx context.Context, o *origin, pooled bool) (net.Conn, error) {
+func (t *Transport) dialNet(ctx context.Context, o *origin, id int) (net.Conn, error) {
+	pooled := id != 0
 	if pooled && o.scheme == "https" {
 		wait := time.NewTimer(ticketWait)
 		defer wait.Stop()
@@ -291,6 +297,11 @@ func (t *Transport) dialNet(ctx context.Context, o *origin, pooled bool) (net.Co
 	dial := t.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+	}
+	if pooled && t.PoolDial != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return t.PoolDial(ctx, id, network, addr)
+		}
 	}
 	nc, err := dial(ctx, "tcp", o.addr)
 	if err != nil || o.scheme != "https" {

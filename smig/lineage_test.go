@@ -225,7 +225,7 @@ func TestPooledDialResumesPrimary(t *testing.T) {
 
 	early := &origin{addr: addr, scheme: "https", sessions: newSessionCache(nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	_, err := tr.dialNet(ctx, early, true)
+	_, err := tr.dialNet(ctx, early, 1)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pooled dial before the primary's ticket: %v, want to wait until the deadline", err)
@@ -237,7 +237,7 @@ func TestPooledDialResumesPrimary(t *testing.T) {
 	o, oOther := tr.origins["https://"+addr], tr.origins[other.url]
 	tr.mu.Unlock()
 	waitTicket(t, o)
-	nc, err := tr.dialNet(context.Background(), o, true)
+	nc, err := tr.dialNet(context.Background(), o, 1)
 	if err != nil {
 		t.Fatalf("pooled dial after the primary's ticket: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestPooledDialResumesPrimary(t *testing.T) {
 
 	waitTicket(t, oOther)
 	foreign := &origin{addr: addr, scheme: "https", sessions: oOther.sessions}
-	if _, err := tr.dialNet(context.Background(), foreign, true); !errors.Is(err, errNotResumed) {
+	if _, err := tr.dialNet(context.Background(), foreign, 1); !errors.Is(err, errNotResumed) {
 		t.Fatalf("pooled dial with a ticket the server cannot resume: %v, want %v", err, errNotResumed)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,18 @@ import (
 // are plain HTTP/2.
 type Server struct {
 	Policy Policy
+	// Steer, if set, places each response of a client with several bound
+	// connections (issue 19's server-side steering; it replaces Policy):
+	// it is asked once the response's headers are written, and again on
+	// each write while the client has one connection, with the request,
+	// the response's header, the response's connection and the client's
+	// connections (that one first). Returning another of them moves the
+	// rest of the body there; the response's own keeps it; nil means the
+	// connection it belongs on is not there yet: the body waits until the
+	// client's connections change (at most SteerWait) and Steer is asked
+	// again, and after SteerWait it stays.
+	Steer     func(r *http.Request, header http.Header, from *h2.Conn, conns []*h2.Conn) *h2.Conn
+	SteerWait time.Duration
 	// Logf reports refused migrations; nil means log.Printf.
 	Logf func(format string, args ...any)
 
@@ -27,6 +40,9 @@ type Server struct {
 	lineages lineages
 	copying  int           // migrations whose body is still being copied
 	copied   chan struct{} // closed when copying drops to 0
+	// changed is closed (and replaced) when a connection joins a binding
+	// or ends, to wake responses waiting for their client's connection.
+	changed chan struct{}
 
 	stats ServerStats
 }
@@ -108,6 +124,7 @@ func (s *Server) onSettings(c *h2.Conn) {
 		s.mu.Lock()
 		delete(s.byCID, sc.cid)
 		delete(s.byConn, c)
+		s.changedLocked()
 		s.mu.Unlock()
 	}()
 }
@@ -184,7 +201,26 @@ func (s *Server) bind(sc *sconn, token Token) {
 	s.send(sc.c, FrameConnectionID, FlagAck, 0, ConnectionID{CID: sc.cid, Token: token}.Append(nil))
 	s.mu.Lock()
 	sc.token = token
+	s.changedLocked()
 	s.mu.Unlock()
+}
+
+// changedLocked wakes the responses waiting for a client's connection.
+func (s *Server) changedLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// connsChanged returns a channel closed at the next change of bindings.
+func (s *Server) connsChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 func (s *Server) clientRequest(src *sconn, m Migration) error {
@@ -301,9 +337,22 @@ func (s *Server) idleTarget(src *sconn) *sconn {
 	return nil
 }
 
-// Wrap applies the server policy (MigSW, MigSP) to h's responses.
+// clientConns returns the connections of src's client, src's first.
+func (s *Server) clientConns(src *sconn) []*sconn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []*sconn{src}
+	for _, o := range s.byCID {
+		if o != src && o.token == src.token {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Wrap applies the server policy (MigSW, MigSP) or Steer to h's responses.
 func (s *Server) Wrap(h http.Handler) http.Handler {
-	if !s.Policy.ServerSide() {
+	if !s.Policy.ServerSide() && s.Steer == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -319,25 +368,99 @@ func (s *Server) Wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(&policyWriter{ResponseWriter: w, s: s, src: src, st: st}, r)
+		h.ServeHTTP(&policyWriter{ResponseWriter: w, s: s, src: src, st: st, r: r}, r)
 	})
 }
 
-// policyWriter watches a response and migrates it when the policy says so.
+// policyWriter watches a response and migrates it when the policy or
+// Steer says so.
 type policyWriter struct {
 	http.ResponseWriter
-	s    *Server
-	src  *sconn
-	st   *h2.Stream
-	done bool // migrated, or tried and failed for good
+	s           *Server
+	src         *sconn
+	st          *h2.Stream
+	r           *http.Request
+	wroteHeader bool
+	done        bool // migrated, or tried and failed for good
+}
+
+// WriteHeader lets Steer place the response before its first body byte.
+func (w *policyWriter) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	if w.s.Steer != nil && code >= 200 && !w.done {
+		w.steer()
+	}
 }
 
 func (w *policyWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
 	n, err := w.ResponseWriter.Write(p)
-	if err == nil && !w.done {
+	switch {
+	case err != nil || w.done:
+	case w.s.Steer != nil:
+		w.steer()
+	default:
 		w.maybeMigrate()
 	}
 	return n, err
+}
+
+// steer asks Steer where the response goes and moves it there. A client
+// with one connection so far is asked again on the next write: its other
+// paths' connections may bind while the body flows.
+func (w *policyWriter) steer() {
+	var deadline <-chan time.Time
+	for {
+		changed := w.s.connsChanged()
+		conns := w.s.clientConns(w.src)
+		hcs := make([]*h2.Conn, len(conns))
+		for i, c := range conns {
+			hcs[i] = c.c
+		}
+		to := w.s.Steer(w.r, w.Header(), w.src.c, hcs)
+		if to != nil {
+			if i := slices.Index(hcs, to); i > 0 {
+				w.moveTo(conns[i])
+			} else {
+				w.done = len(conns) > 1
+			}
+			return
+		}
+		if deadline == nil {
+			if w.s.SteerWait <= 0 {
+				return
+			}
+			w.Flush() // the client has the headers while the body waits
+			t := time.NewTimer(w.s.SteerWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			w.done = true
+			return
+		case <-w.r.Context().Done():
+			w.done = true
+			return
+		}
+	}
+}
+
+// moveTo migrates the response to dst, once: its HEADERS go out on the
+// source first (the migration point is after them).
+func (w *policyWriter) moveTo(dst *sconn) {
+	w.Flush()
+	if err := w.s.migrate(w.src, dst, w.st, 0); err != nil && err != h2.ErrNothingToMigrate {
+		w.s.logf("smig: migrating stream %d: %v", w.st.ID(), err)
+	}
+	w.done = true
 }
 
 func (w *policyWriter) maybeMigrate() {
@@ -352,11 +475,7 @@ func (w *policyWriter) maybeMigrate() {
 	if dst == nil {
 		return // asked the client for a connection; try again on a later write
 	}
-	w.Flush() // HEADERS must be out before the migration point
-	if err := w.s.migrate(w.src, dst, w.st, 0); err != nil && err != h2.ErrNothingToMigrate {
-		w.s.logf("smig: migrating stream %d: %v", w.st.ID(), err)
-	}
-	w.done = true
+	w.moveTo(dst)
 }
 
 func (w *policyWriter) Flush() {

@@ -34,6 +34,13 @@ func startServer(t *testing.T, p Policy, enabled bool) *testServer {
 // mw, if given, wraps the content handler (under the SMig policy).
 func startServerTLS(t *testing.T, p Policy, enabled bool, tlsCfg *tls.Config, mw ...func(http.Handler) http.Handler) *testServer {
 	t.Helper()
+	return startWith(t, &Server{Policy: p}, enabled, tlsCfg, mw...)
+}
+
+// startWith is startServerTLS for a server set up by the caller (its Logf
+// is replaced).
+func startWith(t *testing.T, s *Server, enabled bool, tlsCfg *tls.Config, mw ...func(http.Handler) http.Handler) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -47,12 +54,13 @@ func startServerTLS(t *testing.T, p Policy, enabled bool, tlsCfg *tls.Config, mw
 		ch = m(ch)
 	}
 	ts := &testServer{url: "http://" + ln.Addr().String(), logs: make(chan string, 16)}
-	ts.s = &Server{Policy: p, Logf: func(f string, a ...any) {
+	ts.s = s
+	s.Logf = func(f string, a ...any) {
 		select {
 		case ts.logs <- strings.TrimSpace(sprintf(f, a...)):
 		default:
 		}
-	}}
+	}
 	srv := &h2.Server{Handler: ch}
 	if enabled {
 		srv.Config = ts.s.Config(h2.Config{})

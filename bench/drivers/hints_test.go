@@ -18,6 +18,9 @@ func TestHintsParamErrors(t *testing.T) {
 		{"replay", map[string]string{"mptcp": "true", "smig": "migsp"}, google, "policy and mptcp need proto h2 without smig"},
 		{"replay", map[string]string{"policy": "tail", "path": "wifi"}, google, "a policy uses every path"},
 		{"replay", map[string]string{"expensive": "lte"}, google, "costs matter only to a policy"},
+		{"replay", map[string]string{"steering": "client", "policy": "tail", "path": "exp"}, google, `params.steering "client": want server`},
+		{"replay", map[string]string{"steering": "server", "policy": "urgent-fast"}, google, "server-side steering needs a hints policy (policy) and the path"},
+		{"replay", map[string]string{"steering": "server", "policy": "mph2", "path": "exp"}, google, "server-side steering needs a hints policy"},
 	})
 }
 
@@ -42,6 +45,7 @@ protocols:
   - {name: mph2, driver: replay, params: {policy: mph2, expensive: exp, schedule: browser}}
   - {name: exp-alone, driver: replay, params: {path: exp, schedule: browser}}
   - {name: mptcp, driver: replay, params: {mptcp: "true", expensive: exp, schedule: browser}}
+  - {name: steer, driver: replay, params: {steering: server, policy: urgent-fast, path: exp, expensive: exp, schedule: browser}}
 objects:
   - {name: google}
   - {name: siteadvisor}
@@ -69,6 +73,17 @@ objects:
 			continue
 		}
 		t.Logf("%s/%s: plt %.3f s, dcl %.3f s, expensive %.1f %%, received cheap %v exp %v", rec.Object.Name, rec.Protocol.Name, m["plt"], m["dcl"], m["expensive_pct"], c["received_cheap"], c["received_exp"])
+		if rec.Protocol.Name == "steer" {
+			// Every request on exp's connection; the server moved the bulk
+			// to cheap's, and never an urgent response. Counted: TCP
+			// payload, TLS and HTTP/2 framing included.
+			bulk := float64(pg.TotalSize() - urgent)
+			if c["smig_server_moved"] == 0 || c["received_cheap"] == 0 || c["received_exp"] < float64(urgent) || c["received_cheap"] > 1.1*bulk+16<<10 ||
+				c["received_cheap"]+c["received_exp"] < float64(pg.TotalSize()) {
+				t.Errorf("steer: urgent %d, bulk %v bytes: %v", urgent, bulk, c)
+			}
+			continue
+		}
 		if rec.Protocol.Name == "mptcp" {
 			// Both subflows' TCP payload: the page, TLS and HTTP/2 framing.
 			if got := c["received_cheap"] + c["received_exp"]; got < float64(pg.TotalSize()) || got > 1.2*float64(pg.TotalSize()) || !(m["expensive_pct"] > 0) {

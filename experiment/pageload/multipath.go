@@ -46,6 +46,9 @@ func (c Config) checkPaths(paths []experiment.PathInfo) error {
 			return experiment.Errorf("params.policy", c.Policy, "path %s reaches another server (multi-homing is not supported by the page loads)", p.Name)
 		}
 	}
+	if c.Steering != "" && len(paths) != 2 {
+		return experiment.Errorf("params.steering", c.Steering, "server-side steering opens one pooled connection: it needs a network of two paths (have %d)", len(paths))
+	}
 	if c.Path != "" && !slices.Contains(names, c.Path) {
 		return experiment.Errorf("params.path", c.Path, "no such path (have %s)", strings.Join(names, ", "))
 	}
@@ -83,6 +86,13 @@ func (c Config) source(paths []experiment.PathInfo) string {
 
 func (s *Session) multipathInfo(info map[string]string) {
 	switch {
+	case s.cfg.Steering != "":
+		info["client"] = "shunt replay/fetch over smig.Transport: every request on the connection of path " + s.cfg.Path + ", a pooled connection on the other path"
+		info["server"] += " with SMig, responses steered by server.Steerer (hints from the page model)"
+		if pol, err := s.cfg.policy(); err == nil {
+			info["policy_rules"] = pol.String()
+		}
+		return
 	case s.cfg.Policy == PolicyMPH2:
 		info["client"] = "shunt fetch.Multipath over mph2.Client (MP-H2, every object split, RST_STREAM ends)"
 	case s.cfg.Policy != "":
@@ -110,7 +120,6 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 		return experiment.Result{}, err
 	}
 	client := s.net.Client()
-	exp := s.cfg.expensive()
 	var paths []mph2.Path
 	var cost []float64
 	for _, pi := range s.net.Paths() {
@@ -118,7 +127,7 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 		paths = append(paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return client.DialContext(ctx, network, addr, so)
 		}})
-		cost = append(cost, map[bool]float64{true: 1}[slices.Contains(exp, pi.Name)])
+		cost = append(cost, s.cfg.cost(pi.Name))
 	}
 	m, err := fetch.NewMultipath(fetch.MultipathConfig{Paths: paths, Cost: cost, Policy: pol, Addr: s.addr,
 		TLS: s.cfg.TLS, TLSConfig: s.tls, Page: pg, Schedule: s.cfg.Schedule})

@@ -43,6 +43,8 @@ type Config struct {
 	Expensive string `param:"expensive" help:"with policy: the paths (NAME[,NAME]) whose bytes cost (cost 1; the others 0)"`
 	Path      string `param:"path" help:"one connection bound to this path's address (a single-path baseline on a multipath network)"`
 	MPTCP     bool   `param:"mptcp" help:"one h2 connection over a kernel MPTCP socket (first subflow on path, or the first path), MPTCP listener"`
+	// Issue 19's server-side steering (steer.go).
+	Steering string `param:"steering" help:"server: the page server places each response by policy and moves it by SMig to the client's connection on the chosen path; the client sends every request on path's connection and opens one on the other path"`
 }
 
 // DefaultConfig is the paper's multistreamed transport over TLS.
@@ -61,8 +63,12 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.smig", c.SMig, "SMig needs proto h2")
 	case (c.Policy != "" || c.MPTCP) && (c.Proto != fetch.H2 || c.SMig != ""):
 		return experiment.Errorf("params.proto", c.Proto, "policy and mptcp need proto h2 without smig")
-	case c.Policy != "" && (c.MPTCP || c.Path != ""):
+	case c.Policy != "" && (c.MPTCP || c.Path != "" && c.Steering == ""):
 		return experiment.Errorf("params.policy", c.Policy, "a policy uses every path: no mptcp or path beside it")
+	case c.Steering != "" && c.Steering != SteeringServer:
+		return experiment.Errorf("params.steering", c.Steering, "want %s or nothing", SteeringServer)
+	case c.Steering != "" && (c.Policy == "" || c.Policy == PolicyMPH2 || c.Path == ""):
+		return experiment.Errorf("params.steering", c.Steering, "server-side steering needs a hints policy (policy) and the path of the requests' connection (path)")
 	case c.Expensive != "" && c.Policy == "" && !c.MPTCP:
 		return experiment.Errorf("params.expensive", c.Expensive, "costs matter only to a policy (and to MPTCP's byte shares)")
 	}
@@ -116,6 +122,9 @@ func (c Config) fetchConfig() (fetch.Config, error) {
 		_, cli := pol.Split()
 		fc.SMig = &cli
 	}
+	if c.Steering != "" {
+		fc.SMig = &smig.Policy{} // the server steers; the client only follows
+	}
 	return fc, nil
 }
 
@@ -159,7 +168,8 @@ type Session struct {
 	addr  string      // the server's HOST:PORT
 	tls   *tls.Config // client TLS: trusts the page server's certificate
 	srv   *site.Running
-	where string // "emulated", "loopback" or the URL of a server elsewhere
+	smig  *smig.Server // the page server's SMig, if any
+	where string       // "emulated", "loopback" or the URL of a server elsewhere
 }
 
 // Start runs a page server with env's objects' pages in the network's first
@@ -185,7 +195,15 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err := c.checkPaths(env.Net.Paths()); err != nil {
 		return nil, err
 	}
-	s.srv, err = serveSite(env, c.MPTCP, site.ServeConfig{Handler: h, TLS: c.TLS || c.Proto == fetch.H3, H3: c.Proto == fetch.H3, Pacing: c.Pacing, SMig: c.serverSMig()})
+	s.smig = c.serverSMig()
+	if c.Steering != "" {
+		st, err := c.steerer(env.Net.Paths(), pages)
+		if err != nil {
+			return nil, err
+		}
+		s.smig = &smig.Server{Steer: st.Steer, SteerWait: steerWait}
+	}
+	s.srv, err = serveSite(env, c.MPTCP, site.ServeConfig{Handler: h, TLS: c.TLS || c.Proto == fetch.H3, H3: c.Proto == fetch.H3, Pacing: c.Pacing, SMig: s.smig})
 	if err != nil {
 		return nil, fmt.Errorf("page server: %w", err)
 	}
@@ -274,10 +292,11 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if !ok {
 		return experiment.Result{}, fmt.Errorf("page %s: not served by this session", r.Object.Name)
 	}
-	if s.cfg.Policy != "" {
+	if s.cfg.Policy != "" && s.cfg.Steering == "" {
 		return s.runMultipath(ctx, pg)
 	}
 	var mptcp subflowConns
+	steered := newPathCounts(s.cfg.Steering != "")
 	cfg, err := s.cfg.fetchConfig()
 	if err != nil {
 		return experiment.Result{}, err
@@ -292,8 +311,9 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 			if err == nil && s.cfg.MPTCP {
 				mptcp.add(c)
 			}
-			return c, err
+			return steered.count(s.cfg.Path, c), err
 		}
+		cfg.PoolDial = steered.poolDial(s.cfg, s.net)
 		cfg.ListenUDP = func() (net.PacketConn, error) { return listenPacketIn(client, "udp", ":0") }
 	} else {
 		so = experiment.SockOpts{} // a server elsewhere: the system's defaults
@@ -302,10 +322,17 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	var movedBefore int64
+	if s.smig != nil {
+		movedBefore = s.smig.Stats().Migrations.Load()
+	}
 	res, err := replay.Run(ctx, pg, f, replay.Options{Compute: s.cfg.Compute})
 	var perPath map[string]int64
 	if err == nil && s.cfg.MPTCP {
 		perPath, err = mptcp.received(s.net.Paths()) // before Close ends the subflows
+	}
+	if steered != nil {
+		perPath = steered.received()
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		return experiment.Result{}, err
@@ -316,6 +343,9 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	}
 	metrics := pageMetrics(pg, res)
 	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(f.Conns()), "smig_migrated": float64(f.Migrated())}
+	if s.smig != nil {
+		counts["smig_server_moved"] = float64(s.smig.Stats().Migrations.Load() - movedBefore)
+	}
 	pathShares(s.cfg.expensive(), perPath, metrics, counts)
 	return experiment.Result{
 		Metrics: metrics,

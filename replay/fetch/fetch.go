@@ -114,6 +114,11 @@ type Config struct {
 	// client applies only MigCP, a server policy runs in the server (serve
 	// with site.ServeConfig.SMig). nil: plain HTTP/2.
 	SMig *smig.Policy
+	// PoolDial, with SMig, opens the pooled connection (id 1, and more if
+	// one dies) instead of Dial: bound to another path than the requests'
+	// connection, it lets the server steer responses across paths (issue
+	// 19). nil: Dial.
+	PoolDial func(ctx context.Context, id int, network, addr string) (net.Conn, error)
 	// Schedule is Interleaved, Sequential or Browser (H2, H3; default
 	// DefaultSchedule); H1 has one response per connection at a time.
 	Schedule string
@@ -168,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Addr == "" {
 		return c, errors.New("no server address")
+	}
+	if c.PoolDial != nil && c.SMig == nil {
+		return c, errors.New("PoolDial opens SMig's pooled connections: it needs SMig")
 	}
 	if c.SMig != nil && c.Proto != H2 {
 		return c, fmt.Errorf("SMig (%s) needs protocol h2, not %s", c.SMig, c.Proto)

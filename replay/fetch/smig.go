@@ -16,7 +16,7 @@ type smigc struct {
 }
 
 func newSMig(cfg Config) *smigc {
-	t := &smig.Transport{AllowHTTP: !cfg.TLS, DialContext: cfg.Dial, Policy: *cfg.SMig}
+	t := &smig.Transport{AllowHTTP: !cfg.TLS, DialContext: cfg.Dial, PoolDial: cfg.PoolDial, Policy: *cfg.SMig}
 	if cfg.TLS {
 		t.TLSClientConfig = cfg.TLSConfig
 	}

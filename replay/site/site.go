@@ -144,13 +144,18 @@ func (h *Handler) Has(urlPath string) bool {
 	return ok
 }
 
-// ServeHTTP serves an object by its request target: the recorded paths
-// carry queries, so the whole RequestURI is the key.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	target := r.RequestURI
-	if target == "" || !strings.HasPrefix(target, "/") {
-		target = r.URL.RequestURI()
+// Target is the key of the object r asks for: the recorded paths carry
+// queries, so the whole RequestURI is the key.
+func Target(r *http.Request) string {
+	if t := r.RequestURI; t != "" && strings.HasPrefix(t, "/") {
+		return t
 	}
+	return r.URL.RequestURI()
+}
+
+// ServeHTTP serves an object by its request target (Target).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	target := Target(r)
 	o, ok := h.objs[target]
 	if !ok {
 		http.NotFound(w, r)

@@ -1,0 +1,105 @@
+package smig
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
+)
+
+// countConn counts the bytes a client connection reads.
+type countConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestSteer: a Steer that sends responses of 64 KB or more to the client's
+// other connection moves exactly those, before their first body byte: the
+// pooled connection (opened by PoolDial) reads their bodies, the primary
+// only the small ones, and every body is intact. The first, asked for
+// before the pooled connection exists, waits for it.
+func TestSteer(t *testing.T) {
+	const big = 256 << 10
+	s := &Server{SteerWait: 5 * time.Second, Steer: func(_ *http.Request, hdr http.Header, from *h2.Conn, conns []*h2.Conn) *h2.Conn {
+		if n, _ := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); n >= 64<<10 {
+			if len(conns) == 1 {
+				return nil // wait for the other
+			}
+			return conns[len(conns)-1]
+		}
+		return from
+	}}
+	ts := startWith(t, s, true, nil)
+	var primary, pooled atomic.Int64
+	dial := func(ctx context.Context, addr string, n *atomic.Int64) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return countConn{c, n}, nil
+	}
+	var poolIDs atomic.Int64
+	tr := &Transport{AllowHTTP: true,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr, &primary) },
+		PoolDial: func(ctx context.Context, id int, _, addr string) (net.Conn, error) {
+			poolIDs.Add(int64(id))
+			return dial(ctx, addr, &pooled)
+		}}
+	defer tr.CloseIdleConnections()
+	fetch(t, tr, ts.url+"/gen/262144", big)
+	if got := poolIDs.Load(); got != 1 {
+		t.Fatalf("PoolDial ids summed to %d, want one call with id 1", got)
+	}
+	sizes := []int64{1 << 10, big, 10 << 10, big, 20 << 10, big, 5 << 10, big}
+	errs := make([]error, len(sizes))
+	var wg sync.WaitGroup
+	for i, size := range sizes {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/gen/%d", ts.url, size), nil)
+			res, err := tr.RoundTrip(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer res.Body.Close()
+			n, err := io.Copy(content.NewVerifier(0), res.Body)
+			if err == nil && n != size {
+				err = fmt.Errorf("%d of %d bytes", n, size)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("object %d (%d bytes): %v", i, sizes[i], err)
+		}
+	}
+	if got := s.Stats().Migrations.Load(); got != 5 {
+		t.Fatalf("server moved %d responses, want the 5 large ones (logs: %v)", got, drain(ts.logs))
+	}
+	if got := tr.Stats().Migrated.Load(); got != 5 {
+		t.Fatalf("client linked %d moved responses, want 5", got)
+	}
+	if p := pooled.Load(); p < 5*big {
+		t.Fatalf("the pooled connection read %d bytes, less than the large bodies' %d", p, 5*big)
+	}
+	if p := primary.Load(); p >= big {
+		t.Fatalf("the primary read %d bytes: large bodies went on it", p)
+	}
+}
