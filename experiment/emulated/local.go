@@ -2,6 +2,7 @@ package emulated
 
 import (
 	"context"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -25,6 +26,16 @@ func LocalPort() (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(port)
+}
+
+// LocalEnv is an experiment's environment on Local(): a free port, dir for
+// its files, objs, and no log (tests).
+func LocalEnv(dir string, objs ...experiment.Object) (*experiment.Env, error) {
+	p, err := LocalPort()
+	if err != nil {
+		return nil, err
+	}
+	return &experiment.Env{Net: Local(), Port: p, Dir: dir, Log: io.Discard, Objects: objs}, nil
 }
 
 type local struct{}

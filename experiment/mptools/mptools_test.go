@@ -2,7 +2,6 @@ package mptools
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,11 +42,11 @@ func TestLocal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := emulated.LocalPort()
+				env, err := emulated.LocalEnv(t.TempDir(), obj)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard, Objects: []experiment.Object{obj}}, c)
+				s, err := Start(context.Background(), env, c)
 				if err != nil {
 					t.Fatal(err)
 				}

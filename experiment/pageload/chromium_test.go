@@ -2,7 +2,6 @@ package pageload
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,11 +35,11 @@ func TestChromiumThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := emulated.LocalPort()
+	env, err := emulated.LocalEnv(t.TempDir(), obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := StartChromium(context.Background(), &experiment.Env{Net: emulated.Local(), Port: port, Dir: t.TempDir(), Log: io.Discard, Objects: []experiment.Object{obj}}, c)
+	s, err := StartChromium(context.Background(), env, c)
 	if err != nil {
 		t.Fatal(err)
 	}

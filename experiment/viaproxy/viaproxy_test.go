@@ -3,7 +3,6 @@ package viaproxy
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -25,11 +24,11 @@ func TestLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := emulated.LocalPort()
+		env, err := emulated.LocalEnv(t.TempDir(), obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard, Objects: []experiment.Object{obj}}, c)
+		s, err := Start(context.Background(), env, c)
 		if err != nil {
 			t.Fatalf("%v: %v", params, err)
 		}

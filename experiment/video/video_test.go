@@ -26,11 +26,11 @@ func startLocal(t *testing.T, params map[string]string) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := emulated.LocalPort()
+	env, err := emulated.LocalEnv(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(context.Background(), &experiment.Env{Net: emulated.Local(), Port: p, Dir: t.TempDir(), Log: io.Discard}, c)
+	s, err := Start(context.Background(), env, c)
 	if err != nil {
 		t.Fatalf("%v: %v", params, err)
 	}
