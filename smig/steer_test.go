@@ -14,19 +14,8 @@ import (
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/internal/syncio"
 )
-
-// countConn counts the bytes a client connection reads.
-type countConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c countConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 // TestSteer: a Steer that sends responses of 64 KB or more to the client's
 // other connection moves exactly those, before their first body byte: the
@@ -51,7 +40,7 @@ func TestSteer(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return countConn{c, n}, nil
+		return syncio.CountingConn{Conn: c, N: n}, nil
 	}
 	var poolIDs atomic.Int64
 	tr := &Transport{AllowHTTP: true,

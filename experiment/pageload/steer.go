@@ -14,6 +14,7 @@ import (
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
 	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/internal/syncio"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay/site"
 	"github.com/shunt-net/shunt/server"
@@ -96,7 +97,7 @@ func (p *pathCounts) count(name string, c net.Conn) net.Conn {
 		p.n[name] = n
 	}
 	p.mu.Unlock()
-	return countingConn{c, n}
+	return syncio.CountingConn{Conn: c, N: n}
 }
 
 // poolDial opens SMig's pooled connections on the paths other than c.Path,
@@ -127,15 +128,4 @@ func (p *pathCounts) received() map[string]int64 {
 		out[name] = n.Load()
 	}
 	return out
-}
-
-type countingConn struct {
-	net.Conn
-	n *atomic.Int64
-}
-
-func (c countingConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.n.Add(int64(n))
-	return n, err
 }

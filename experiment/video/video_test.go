@@ -17,6 +17,7 @@ import (
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/emulated"
+	"github.com/shunt-net/shunt/internal/syncio"
 )
 
 // startLocal starts the experiment with params on this machine's loopback.
@@ -181,18 +182,7 @@ func (h countingHost) DialContext(ctx context.Context, network, addr string, o e
 	if err != nil {
 		return nil, err
 	}
-	return countingConn{c, h.read}, nil
-}
-
-type countingConn struct {
-	net.Conn
-	read *atomic.Int64
-}
-
-func (c countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.read.Add(int64(n))
-	return n, err
+	return syncio.CountingConn{Conn: c, N: h.read}, nil
 }
 
 // With restart_links, every scheme's run of one repetition restarts the

@@ -7,7 +7,9 @@ package syncio
 import (
 	"bytes"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // Writer serialises writes to W.
@@ -52,4 +54,18 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// CountingConn counts the bytes read from its connection into N, which
+// the caller may read while the connection is in use (per-path byte
+// counts of a load).
+type CountingConn struct {
+	net.Conn
+	N *atomic.Int64
+}
+
+func (c CountingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.N.Add(int64(n))
+	return n, err
 }
