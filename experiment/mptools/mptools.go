@@ -39,7 +39,11 @@ import (
 //	            -k 1M (aria2's smallest piece: objects under 2 MB are not
 //	            split)
 //	tool=axel   axel -n conns with every path's address in its config's
-//	            interfaces (connections round-robin over them)
+//	            interfaces, as its manual says to use several; Debian's
+//	            axel 2.17.11 reads the file but binds no socket (strace:
+//	            no bind() on its TCP sockets, and with only lte's address
+//	            listed it still downloads at wifi's rate), so every
+//	            connection takes the default route, the first path
 //	tool=curl   curl --interface on path=NAME's address
 //	tool=mptcp  curl run by mptcpize (Debian's mptcpd) from the first
 //	            path's address against a server listening with MPTCP (run
@@ -328,7 +332,8 @@ func (s *Session) runTool(ctx context.Context, url, file string) error {
 			"--console-log-level=warn", "--summary-interval=0", "--download-result=hide",
 			"-d", filepath.Dir(file), "-o", filepath.Base(file), url}
 	case "axel":
-		// axel reads its interfaces from ~/.axelrc only.
+		// axel reads its interfaces from ~/.axelrc only (and then does
+		// not bind to them: see Config).
 		home := filepath.Join(filepath.Dir(file), "axel-home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return err
