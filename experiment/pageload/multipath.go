@@ -165,8 +165,9 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 	return experiment.Result{
 		Metrics: metrics,
 		Counts:  counts,
-		Info:    map[string]string{"http": "HTTP/2.0", "transport": label, "schedule": m.Schedule(), "load": string(load), "sizes_from": sizesFrom(pg)},
-		Sock:    experiment.SockOpts{CC: origin.CC},
+		Info: map[string]string{"http": "HTTP/2.0", "transport": label, "schedule": m.Schedule(), "load": string(load), "sizes_from": sizesFrom(pg),
+			UrgentInfo: urgentObjects(pg)},
+		Sock: experiment.SockOpts{CC: origin.CC},
 	}, nil
 }
 
@@ -199,6 +200,21 @@ func pageMetrics(pg *page.Page, r *replay.Result) map[string]float64 {
 		m["urgent_p95"] = times[int(math.Ceil(0.95*float64(len(times))))-1] // nearest rank
 	}
 	return m
+}
+
+// UrgentInfo is the record's Info key naming the page's urgent objects
+// (hints.FromPage), comma-separated, so that their times in "load" can be
+// pooled over runs (a p95 over every run, not a median of per-load p95s).
+const UrgentInfo = "urgent_objects"
+
+func urgentObjects(pg *page.Page) string {
+	var ids []string
+	for i, h := range hints.FromPage(pg) {
+		if h.Urgent() {
+			ids = append(ids, pg.Objects[i].ID)
+		}
+	}
+	return strings.Join(ids, ",")
 }
 
 // pathShares records each path's received bytes (DATA for the multipath

@@ -38,6 +38,9 @@ func TestPageMetrics(t *testing.T) {
 	}
 	r.Comps = []replay.CompTiming{{Object: "r1", Done: 450 * ms}, {Object: "r4", Done: 950 * ms}, {Object: "r3", Done: 320 * ms}}
 	m := pageMetrics(p, r)
+	if got := urgentObjects(p); got != "r1,r2,r3" {
+		t.Errorf("urgent objects %q, want r1,r2,r3", got)
+	}
 	want := map[string]float64{"plt": 1, "dcl": 0.45, "last_urgent": 0.3, "urgent_p95": 0.29}
 	for k, v := range want {
 		if d := m[k] - v; d > 1e-9 || d < -1e-9 {

@@ -350,8 +350,9 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	return experiment.Result{
 		Metrics: metrics,
 		Counts:  counts,
-		Info:    map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "schedule": f.Config().Schedule, "load": string(load), "sizes_from": sizesFrom(pg)},
-		Sock:    so,
+		Info: map[string]string{"http": f.Protocol(), "transport": f.Config().Label(), "schedule": f.Config().Schedule, "load": string(load), "sizes_from": sizesFrom(pg),
+			UrgentInfo: urgentObjects(pg)},
+		Sock: so,
 	}, nil
 }
 
