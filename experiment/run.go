@@ -19,10 +19,13 @@ type PathSpec struct {
 // emulator's default: no delay, unlimited rate, no loss, default queue.
 type LinkSpec struct {
 	Delay string `yaml:"delay,omitempty" json:"delay,omitempty"` // one-way, e.g. 25ms
-	Rate  string `yaml:"rate,omitempty" json:"rate,omitempty"`   // e.g. 10Mbit
-	Loss  string `yaml:"loss,omitempty" json:"loss,omitempty"`   // e.g. 1.5%
-	Queue string `yaml:"queue,omitempty" json:"queue,omitempty"` // e.g. droptail bytes=64KB
-	Trace string `yaml:"trace,omitempty" json:"trace,omitempty"` // bandwidth trace reference (netem.ParseTraceRef)
+	// Jitter spreads the delay around it, packets kept in order
+	// (netem.ParseJitter), e.g. 5ms or normal:5ms.
+	Jitter string `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Rate   string `yaml:"rate,omitempty" json:"rate,omitempty"`   // e.g. 10Mbit
+	Loss   string `yaml:"loss,omitempty" json:"loss,omitempty"`   // e.g. 1.5%
+	Queue  string `yaml:"queue,omitempty" json:"queue,omitempty"` // e.g. droptail bytes=64KB
+	Trace  string `yaml:"trace,omitempty" json:"trace,omitempty"` // bandwidth trace reference (netem.ParseTraceRef)
 }
 
 // IsZero reports whether the link is the emulator's default in every respect.

@@ -18,7 +18,9 @@
 //     take exactly 1.2 ms), a mahimahi delivery-opportunity trace, or a step
 //     trace;
 //  4. the delay line: the packet is delivered the one-way delay after the
-//     transmitter sent its last byte.
+//     transmitter sent its last byte; with jitter, a delay drawn per packet
+//     around that mean, never before an earlier packet (JitterConfig: packets
+//     keep their order).
 //
 // The link's time 0, from which traces are played, is the first time passed
 // to Start, Enqueue or Dequeue.
@@ -42,8 +44,11 @@
 //	                      "codel", "codel:target=5ms,interval=100ms,packets=1000".
 //	                      packets and bytes apply to every kind; without
 //	                      either, the limit is 1000 packets.
+//	jitter: ParseJitter   "5ms" or "uniform:5ms" (+/- 5 ms around the delay),
+//	                      "normal:5ms" (standard deviation), "0"; at most
+//	                      the delay (normal: 3 deviations at most the delay).
 //	link:  ParseLinkSpec  the above as space-separated key=value pairs:
-//	                      "rate=10Mbit delay=25ms loss=1.5% queue=codel";
+//	                      "rate=10Mbit delay=25ms jitter=5ms loss=1.5% queue=codel";
 //	                      omitted keys take their zero values (unlimited
 //	                      rate, no delay, no loss, default queue).
 //
@@ -76,7 +81,8 @@
 //	                                            (loss, queue or codel), flow
 //
 // Every arrival has a "+" line followed later by exactly one "-" or "d" line.
-// Delivery is the departure plus the link's fixed delay, so it is not logged.
+// Delivery is the departure plus the link's fixed delay, so it is not logged
+// (with jitter, plus that packet's draw, which the log does not hold).
 // ReadLog turns a log into series for plots.
 package netem
 
@@ -99,7 +105,8 @@ const maxRateBps = 1e12
 // LinkConfig describes one direction of a link. Zero values: no delay, unlimited
 // rate, no loss, drop-tail queue with the default limit.
 type LinkConfig struct {
-	Delay time.Duration // one-way propagation delay
+	Delay  time.Duration // one-way propagation delay (the mean, with jitter)
+	Jitter JitterConfig
 	// Exactly one of RateBps (constant) or Trace (variable) may be set.
 	RateBps float64
 	Trace   *Schedule
@@ -116,7 +123,11 @@ func (c LinkConfig) String() string {
 	case c.RateBps > 0:
 		rate = FormatRate(c.RateBps)
 	}
-	return "rate=" + rate + " delay=" + c.Delay.String() + " loss=" + c.Loss.String() + " queue=" + c.Queue.String()
+	s := "rate=" + rate + " delay=" + c.Delay.String()
+	if c.Jitter.Spread != 0 { // links without jitter keep the text they always had (log headers)
+		s += " jitter=" + c.Jitter.String()
+	}
+	return s + " loss=" + c.Loss.String() + " queue=" + c.Queue.String()
 }
 
 func (c LinkConfig) validate() (rateBps int64, err error) {
@@ -136,6 +147,9 @@ func (c LinkConfig) validate() (rateBps int64, err error) {
 	if c.Trace != nil && c.Trace.opps == nil && c.Trace.steps == nil {
 		return 0, fmt.Errorf("link: empty trace schedule")
 	}
+	if err := c.Jitter.Validate(c.Delay); err != nil {
+		return 0, err
+	}
 	return rateBps, c.Loss.validate()
 }
 
@@ -151,6 +165,7 @@ type Stats struct {
 // Link is one direction of an emulated link. Not safe for concurrent use.
 type Link struct {
 	delay    int64
+	jitter   *jitterModel
 	loss     *lossModel
 	q        Queue
 	srv      server
@@ -165,7 +180,8 @@ type Link struct {
 	cursor  int64 // the transmitter's time: it is idle or busy up to here
 	tx      *Packet
 	txEnd   int64
-	line    ring[delivery]
+	line    ring[delivery] // in delivery order: at never decreases
+	lastAt  int64          // the latest delivery time given out
 	drops   []*Packet
 	stats   Stats
 }
@@ -187,13 +203,14 @@ func NewLink(cfg LinkConfig, seed int64, log *Log) (*Link, error) {
 		return nil, err
 	}
 	return &Link{
-		delay: int64(cfg.Delay),
-		loss:  newLossModel(cfg.Loss, seed),
-		q:     q,
-		srv:   newServer(rateBps, cfg.Trace),
-		log:   log,
-		desc:  cfg.String(),
-		seed:  seed,
+		delay:  int64(cfg.Delay),
+		jitter: newJitterModel(cfg.Jitter, seed),
+		loss:   newLossModel(cfg.Loss, seed),
+		q:      q,
+		srv:    newServer(rateBps, cfg.Trace),
+		log:    log,
+		desc:   cfg.String(),
+		seed:   seed,
 	}, nil
 }
 
@@ -280,7 +297,10 @@ func (l *Link) advance(now int64) {
 			l.stats.Departures++
 			l.stats.DepartedBytes += uint64(len(p.Data))
 			l.log.departure(l.txEnd, len(p.Data), l.txEnd-p.Arrival, p.Flow)
-			l.line.push(delivery{p, l.txEnd + l.delay})
+			// Not before the packet ahead: jitter never reorders.
+			at := max(l.txEnd+l.delay+l.jitter.draw(), l.lastAt)
+			l.lastAt = at
+			l.line.push(delivery{p, at})
 		}
 		if l.q.Len() == 0 {
 			return

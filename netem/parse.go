@@ -213,8 +213,8 @@ func parseBandwidth(s string, load func(string) (*Schedule, error)) (float64, *S
 
 // ParseLinkSpec parses one direction of a link as space-separated key=value
 // pairs, e.g. "rate=10Mbit delay=25ms loss=1.5% queue=codel", with keys rate
-// (ParseBandwidth), delay (ParseDelay), loss (ParseLoss) and queue
-// (ParseQueue). Omitted keys keep their zero values. LinkConfig.String writes
+// (ParseBandwidth), delay (ParseDelay), jitter (ParseJitter), loss
+// (ParseLoss) and queue (ParseQueue). Omitted keys keep their zero values. LinkConfig.String writes
 // this syntax.
 func ParseLinkSpec(s string) (LinkConfig, error) {
 	return parseLinkSpec(s, LoadTrace)
@@ -238,16 +238,21 @@ func parseLinkSpec(s string, load func(string) (*Schedule, error)) (LinkConfig, 
 			c.RateBps, c.Trace, err = parseBandwidth(v, load)
 		case "delay":
 			c.Delay, err = ParseDelay(v)
+		case "jitter":
+			c.Jitter, err = ParseJitter(v)
 		case "loss":
 			c.Loss, err = ParseLoss(v)
 		case "queue":
 			c.Queue, err = ParseQueue(v)
 		default:
-			err = fmt.Errorf("unknown key %q (want rate, delay, loss or queue)", k)
+			err = fmt.Errorf("unknown key %q (want rate, delay, jitter, loss or queue)", k)
 		}
 		if err != nil {
 			return c, fmt.Errorf("link %q: %w", s, err)
 		}
+	}
+	if err := c.Jitter.Validate(c.Delay); err != nil {
+		return c, fmt.Errorf("link %q: %w", s, err)
 	}
 	return c, nil
 }

@@ -153,6 +153,8 @@ func TestLinkSpecRoundTrip(t *testing.T) {
 		{},
 		{RateBps: 12.5e6, Delay: 1500 * time.Microsecond, Loss: GilbertElliott(0.01, 0.3, 0.99, 0.5), Queue: QueueConfig{Kind: QueueFQ, Bytes: 100000}},
 		{Trace: &Schedule{spec: "step:good", steps: []step{{0, 1e6}}}, Loss: Bernoulli(0.015), Queue: QueueConfig{Kind: QueueCoDel}},
+		{RateBps: 10e6, Delay: 20 * time.Millisecond, Jitter: JitterConfig{JitterNormal, 5 * time.Millisecond}},
+		{Delay: 20 * time.Millisecond, Jitter: JitterConfig{Spread: 20 * time.Millisecond}},
 	} {
 		back, err := parseLinkSpec(c.String(), fakeLoad)
 		if err != nil {
@@ -243,7 +245,7 @@ func FuzzParseQueue(f *testing.F) {
 }
 
 func FuzzParseLinkSpec(f *testing.F) {
-	for _, s := range []string{"rate=10Mbit delay=25ms loss=1.5% queue=codel", "rate=trace:good loss=ge:p=0.01,r=0.3", "rate=step:good queue=fq:packets=10", ""} {
+	for _, s := range []string{"rate=10Mbit delay=25ms loss=1.5% queue=codel", "rate=trace:good loss=ge:p=0.01,r=0.3", "rate=step:good queue=fq:packets=10", "delay=20ms jitter=normal:5ms", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -59,6 +59,10 @@ func (f *Factory) LinkConfig(l experiment.LinkSpec, field string) (netem.LinkCon
 		c.Delay, err = netem.ParseDelay(l.Delay)
 		wrap("delay", l.Delay, err)
 	}
+	if l.Jitter != "" {
+		c.Jitter, err = netem.ParseJitter(l.Jitter)
+		wrap("jitter", l.Jitter, err)
+	}
 	if l.Rate != "" {
 		c.RateBps, err = netem.ParseRate(l.Rate)
 		wrap("rate", l.Rate, err)
@@ -77,6 +81,9 @@ func (f *Factory) LinkConfig(l experiment.LinkSpec, field string) (netem.LinkCon
 	if l.Queue != "" {
 		c.Queue, err = netem.ParseQueue(l.Queue)
 		wrap("queue", l.Queue, err)
+	}
+	if l.Jitter != "" {
+		wrap("jitter", l.Jitter, c.Jitter.Validate(c.Delay))
 	}
 	return c, errors.Join(errs...)
 }

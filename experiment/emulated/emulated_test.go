@@ -10,11 +10,11 @@ import (
 func TestCheckNamesTheField(t *testing.T) {
 	c := experiment.Condition{Name: "c", Topology: "single", Paths: []experiment.PathSpec{{
 		Name: "p",
-		Up:   experiment.LinkSpec{Rate: "10Mbit", Queue: "droptail:bytes=64000"},
-		Down: experiment.LinkSpec{Rate: "10 potatoes", Loss: "2%", Queue: "red"},
+		Up:   experiment.LinkSpec{Rate: "10Mbit", Delay: "10ms", Jitter: "normal:3ms", Queue: "droptail:bytes=64000"},
+		Down: experiment.LinkSpec{Rate: "10 potatoes", Delay: "10ms", Jitter: "11ms", Loss: "2%", Queue: "red"},
 	}}}
 	err := (&Factory{}).Check(c)
-	for _, want := range []string{`paths[0].down.rate "10 potatoes"`, `paths[0].down.queue "red"`} {
+	for _, want := range []string{`paths[0].down.rate "10 potatoes"`, `paths[0].down.queue "red"`, `paths[0].down.jitter "11ms"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check error %v lacks %q", err, want)
 		}

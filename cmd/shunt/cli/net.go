@@ -79,6 +79,7 @@ type linkFlags struct {
 
 var linkKeys = []struct{ key, arg, help string }{
 	{"delay", "DELAY", "one-way `DELAY` (RTT is twice it), e.g. 25ms"},
+	{"jitter", "JITTER", "delay `JITTER` around DELAY, packets kept in order: 5ms (uniform +/- 5ms) or normal:5ms (standard deviation)"},
 	{"rate", "RATE", "`RATE` such as 10Mbit, or a trace trace:FILE / step:FILE (default unlimited)"},
 	{"trace", "TRACE", "bandwidth `TRACE`: [trace:|step:]FILE[@OFFSET], mahimahi unless step: or .step"},
 	{"loss", "LOSS", "random loss: `LOSS` such as 1.5% or ge:p=0.01,r=0.3"},
@@ -106,7 +107,7 @@ func (lf *linkFlags) specs() (up, down experiment.LinkSpec, err error) {
 		return *lf.both[k]
 	}
 	build := func(dir map[string]*string, name string) (experiment.LinkSpec, error) {
-		l := experiment.LinkSpec{Delay: pick(dir, "delay"), Rate: pick(dir, "rate"), Trace: pick(dir, "trace"), Loss: pick(dir, "loss"), Queue: pick(dir, "queue")}
+		l := experiment.LinkSpec{Delay: pick(dir, "delay"), Jitter: pick(dir, "jitter"), Rate: pick(dir, "rate"), Trace: pick(dir, "trace"), Loss: pick(dir, "loss"), Queue: pick(dir, "queue")}
 		if strings.HasPrefix(l.Rate, "trace:") || strings.HasPrefix(l.Rate, "step:") {
 			if l.Trace != "" {
 				return l, fmt.Errorf("--rate and --trace (%s): give either a rate or a trace", name)
