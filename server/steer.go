@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +72,12 @@ type tcpState struct {
 	loss        float64 // retransmitted share of the segments sent
 	queued      int64   // bytes in the send buffer (unsent and unacknowledged)
 }
+
+// SteerWait is how long a steered response waits for its client's
+// connection on the path the policy chose (smig.Server.SteerWait): a
+// client's connection on a second path opens once the first has its TLS
+// ticket and binding token, about four round trips of the two paths.
+const SteerWait = time.Second
 
 // unreachable is the RTT of a path with no connection yet.
 const unreachable = time.Hour
@@ -204,4 +214,45 @@ func readTCP(c steerConn) tcpState {
 		return nil
 	})
 	return t
+}
+
+// ParseSteerPath reads NAME=PREFIX[@COST] (cheap=10.0.1.0/24,
+// exp=10.0.2.2/32@1, lte=fd00::/64@0.5): the path's name, its clients'
+// addresses (an address alone is one address) and its cost per byte
+// (default 0).
+func ParseSteerPath(s string) (SteerPath, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok || name == "" || strings.ContainsAny(name, "@/ ") {
+		return SteerPath{}, fmt.Errorf("steer path %q: want NAME=PREFIX[@COST]", s)
+	}
+	pfx, cost, hasCost := strings.Cut(rest, "@")
+	p := SteerPath{Name: name}
+	var err error
+	if strings.Contains(pfx, "/") {
+		p.Client, err = netip.ParsePrefix(pfx)
+	} else {
+		var a netip.Addr
+		if a, err = netip.ParseAddr(pfx); err == nil {
+			p.Client = netip.PrefixFrom(a, a.BitLen())
+		}
+	}
+	if err != nil {
+		return SteerPath{}, fmt.Errorf("steer path %q: %w", s, err)
+	}
+	p.Client = p.Client.Masked()
+	if hasCost {
+		if p.Cost, err = strconv.ParseFloat(cost, 64); err != nil || p.Cost < 0 || math.IsInf(p.Cost, 0) || math.IsNaN(p.Cost) {
+			return SteerPath{}, fmt.Errorf("steer path %q: cost %q: want a number >= 0", s, cost)
+		}
+	}
+	return p, nil
+}
+
+// String is the path as ParseSteerPath reads it.
+func (p SteerPath) String() string {
+	s := p.Name + "=" + p.Client.String()
+	if p.Cost != 0 {
+		s += "@" + strconv.FormatFloat(p.Cost, 'g', -1, 64)
+	}
+	return s
 }

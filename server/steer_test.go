@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +184,48 @@ func TestSteerUnknownPath(t *testing.T) {
 	if got := s.steer(r, h, []steerConn{exp, other}); got != 1 {
 		t.Fatalf("bulk: %d, want the cost-0 connection", got)
 	}
+}
+
+func TestParseSteerPath(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, err string
+	}{
+		{in: "cheap=10.0.1.0/24", want: "cheap=10.0.1.0/24"},
+		{in: "exp=10.0.2.2@1", want: "exp=10.0.2.2/32@1"},
+		{in: "lte=fd00::1/64@0.5", want: "lte=fd00::/64@0.5"},
+		{in: "wifi=10.0.0.1@0", want: "wifi=10.0.0.1/32"},
+		{in: "=10.0.0.1", err: "want NAME=PREFIX[@COST]"},
+		{in: "10.0.0.1", err: "want NAME=PREFIX[@COST]"},
+		{in: "a=10.0.0.300", err: `steer path "a=10.0.0.300"`},
+		{in: "a=10.0.0.1@-1", err: "want a number >= 0"},
+		{in: "a=10.0.0.1@NaN", err: "want a number >= 0"},
+	} {
+		p, err := ParseSteerPath(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || p.String() != tc.want {
+			t.Errorf("%q: %v %v, want %s", tc.in, p, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseSteerPath: what parses prints back to itself.
+func FuzzParseSteerPath(f *testing.F) {
+	for _, s := range []string{"cheap=10.0.1.0/24", "exp=10.0.2.2@1", "lte=fd00::1/64@0.5", "a=::ffff:1.2.3.4@1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseSteerPath(s)
+		if err != nil {
+			return
+		}
+		q, err := ParseSteerPath(p.String())
+		if err != nil || q != p {
+			t.Fatalf("%q -> %v -> %v, %v", s, p, q, err)
+		}
+	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/fetch"
 	"github.com/shunt-net/shunt/replay/site"
+	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/smig"
 )
 
@@ -201,7 +202,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		if err != nil {
 			return nil, err
 		}
-		s.smig = &smig.Server{Steer: st.Steer, SteerWait: steerWait}
+		s.smig = &smig.Server{Steer: st.Steer, SteerWait: server.SteerWait}
 	}
 	s.srv, err = serveSite(env, c.MPTCP, site.ServeConfig{Handler: h, TLS: c.TLS || c.Proto == fetch.H3, H3: c.Proto == fetch.H3, Pacing: c.Pacing, SMig: s.smig})
 	if err != nil {

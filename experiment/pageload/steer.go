@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
@@ -25,11 +24,6 @@ import (
 // opens a pooled one on the other path; the page server places each
 // response by the policy (server.Steerer) and moves it there by SMig.
 const SteeringServer = "server"
-
-// steerWait bounds how long a steered response waits for the client's
-// connection on its path (the pooled one opens once the first has its
-// TLS ticket and binding token: about four round trips of the two paths).
-const steerWait = time.Second
 
 // cost is a path's cost per byte: 1 for the expensive paths, else 0.
 func (c Config) cost(path string) float64 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/smig"
 )
@@ -28,7 +29,7 @@ const shutdownGrace = 5 * time.Second
 
 var serveCmd = &Command{
 	Name:  "serve",
-	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--kernel-send-queue] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY] [--header-timeout D] [--send-timeout D] [--debug-addr HOST:PORT]",
+	Usage: "serve [--root DIR] [--addr HOST:PORT] [--tls [--cert F --key F]] [--cc NAME] [--notsent-lowat N] [--kernel-send-queue] [--mptcp] [--page FILE]... [--pages DIR] [--h3] [--smig POLICY] [--steer POLICY --steer-path NAME=PREFIX[@COST]...] [--header-timeout D] [--send-timeout D] [--debug-addr HOST:PORT]",
 	Short: "serve files and /gen/<size> objects over HTTP/1.1, h2 and h2c",
 }
 
@@ -57,6 +58,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sendTimeout := fs.Duration("send-timeout", server.DefaultSendTimeout, "drop an HTTP/2 stream whose client takes none of its body (no WINDOW_UPDATE), or a connection it does not read, for `DURATION`")
 	debugAddr := fs.String("debug-addr", "", "serve the process's figures on `HOST:PORT` (/debug/vars: goroutines, memory; /debug/pprof/), for soak tests")
 	smigFlag := fs.String("smig", "", "enable SMig stream migration with `POLICY`: nomig, migsw[:BYTES], migsp[:BYTES] (nomig still serves clients that migrate)")
+	steer := fs.String("steer", "", "steer responses across an SMig client's connections on several paths (issue 19) by the hints `POLICY` (a preset: urgent-fast, urgent-fast-share, ... or a rule file); needs --steer-path; implies --smig nomig")
+	var steerPaths []server.SteerPath
+	fs.Func("steer-path", "with --steer: the clients' connections from `NAME=PREFIX[@COST]` are path NAME, its bytes costing COST (default 0) (repeatable)", func(v string) error {
+		p, err := server.ParseSteerPath(v)
+		steerPaths = append(steerPaths, p)
+		return err
+	})
 	pf := addPageFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -79,6 +87,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *lowat < 0 {
 		return fmt.Errorf("--notsent-lowat %d: must not be negative", *lowat)
 	}
+	var steerer *server.Steerer
+	if (*steer == "") != (len(steerPaths) == 0) {
+		return errors.New("--steer and --steer-path go together")
+	}
+	if *steer != "" {
+		pol, err := hints.Load(*steer)
+		if err != nil {
+			return fmt.Errorf("--steer: %w", err)
+		}
+		steerer = &server.Steerer{Policy: pol, Paths: steerPaths}
+		if *smigFlag == "" {
+			*smigFlag = "nomig"
+		}
+	}
 
 	h, err := content.NewHandler(*root)
 	if err != nil {
@@ -100,6 +122,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--smig %s: migcp is a client policy (shunt get --smig)", *smigFlag)
 		}
 		sm := &smig.Server{Policy: p, Logf: log.New(stderr, "", log.LstdFlags).Printf}
+		if steerer != nil {
+			if p.ServerSide() {
+				return fmt.Errorf("--smig %s beside --steer: the steering places every response", *smigFlag)
+			}
+			sm.Steer, sm.SteerWait = steerer.Steer, server.SteerWait
+		}
 		h2srv = &h2.Server{Handler: sm.Wrap(handler), Config: sm.Config(h2.Config{})}
 		wrapTLS = sm.TLSConfig
 		// What SMig did, on exit: the one way to tell from outside that a

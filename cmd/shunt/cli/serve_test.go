@@ -82,6 +82,11 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--root", "/no/such/dir"}, "/no/such/dir"},
 		{[]string{"--addr", "127.0.0.1:0", "--tls", "--cert", "/no/c.pem", "--key", "/no/k.pem"}, "/no/c.pem"},
 		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"--steer", "urgent-fast"}, "--steer and --steer-path go together"},
+		{[]string{"--steer-path", "exp=10.0.2.2@1"}, "--steer and --steer-path go together"},
+		{[]string{"--steer", "urgent-fast", "--steer-path", "exp"}, "want NAME=PREFIX[@COST]"},
+		{[]string{"--steer", "fastest", "--steer-path", "exp=10.0.2.2@1"}, `--steer: no policy preset "fastest"`},
+		{[]string{"--steer", "urgent-fast", "--steer-path", "exp=10.0.2.2@1", "--smig", "migsw"}, "the steering places every response"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := runServe(context.Background(), tc.args, &stdout, &stderr)
