@@ -177,6 +177,8 @@ func TestDecidePresets(t *testing.T) {
 		{"redundant-urgent", Hint{Script, 200000, 1}, Decision{Path: 1, Second: -1, Rule: 2}},
 		{"tail", img, Decision{Path: 0, Second: -1, Tail: 32000, Rule: 2}},
 		{"tail", Hint{Image, 5000, 2}, Decision{Path: 0, Second: -1, Rule: 3}},
+		{"tail-bulk", Hint{Image, 5000, 2}, Decision{Path: 0, Second: -1, Tail: 16000, Rule: 2}},
+		{"tail-bulk", doc, Decision{Path: 1, Second: -1, Rule: 1}},
 		{"urgent-fast-share", doc, Decision{Path: 1, Second: -1, Rule: 1}},
 		{"urgent-fast-finish", img, Decision{Path: 1, Second: -1, Rule: 2}},
 		{"hedge-urgent", doc, Decision{Path: 1, Second: -1, Tail: 64000, Rule: 1}},

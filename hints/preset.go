@@ -38,6 +38,11 @@ var presets = map[string]string{
 	// 100 KB or more asked for again on the other path when that would
 	// deliver them sooner.
 	"tail": "urgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
+	// The third on every bulk response, whatever its size: its last 16 KB
+	// asked for again on the other path when that would deliver them
+	// sooner. The Table IV pages' bulk objects are 6-48 KB (pinterest's
+	// aside), which tail's 100 KB floor never reaches.
+	"tail-bulk": "urgent -> path=fast\n* -> path=cheap tail=16KB",
 	// urgent-fast, with the redundancy only when a path loses packets.
 	"adaptive": "loss>=0.5% urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
 }
