@@ -384,14 +384,18 @@ type policyWriter struct {
 	done        bool // migrated, or tried and failed for good
 }
 
-// WriteHeader lets Steer place the response before its first body byte.
+// WriteHeader lets Steer place the response before its first body byte
+// (a response without a body stays).
 func (w *policyWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
-	if w.wroteHeader {
+	if w.wroteHeader || code < 200 {
 		return
 	}
 	w.wroteHeader = true
-	if w.s.Steer != nil && code >= 200 && !w.done {
+	if code == http.StatusNoContent || code == http.StatusNotModified || w.r.Method == http.MethodHead {
+		w.done = true
+	}
+	if w.s.Steer != nil && !w.done {
 		w.steer()
 	}
 }

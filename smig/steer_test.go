@@ -79,6 +79,13 @@ func TestSteer(t *testing.T) {
 			t.Fatalf("object %d (%d bytes): %v", i, sizes[i], err)
 		}
 	}
+	// A HEAD response has no body to move.
+	req, _ := http.NewRequest("HEAD", fmt.Sprintf("%s/gen/%d", ts.url, big), nil)
+	res, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
 	if got := s.Stats().Migrations.Load(); got != 5 {
 		t.Fatalf("server moved %d responses, want the 5 large ones (logs: %v)", got, drain(ts.logs))
 	}
