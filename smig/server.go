@@ -43,6 +43,10 @@ type Server struct {
 	// changed is closed (and replaced) when a connection joins a binding
 	// or ends, to wake responses waiting for their client's connection.
 	changed chan struct{}
+	// onBound, if set (under mu), runs as soon as a connection has joined
+	// a binding (from then on a migration target): a test moves a response
+	// there at that very moment.
+	onBound func()
 
 	stats ServerStats
 }
@@ -202,7 +206,11 @@ func (s *Server) bind(sc *sconn, token Token) {
 	s.mu.Lock()
 	sc.token = token
 	s.changedLocked()
+	hook := s.onBound
 	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 }
 
 // changedLocked wakes the responses waiting for a client's connection.
