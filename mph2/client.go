@@ -93,6 +93,10 @@ type Client struct {
 	// StallTimeout fails a download when no path has delivered a byte for
 	// this long; a path's outage alone never does (default 2 minutes, about
 	// what TCP's retransmissions take before they give up on a first try).
+	// A path whose connection dies is redialed (backing off from 100 ms to
+	// 1 s) until it runs out, and re-admitted with fresh estimates, its
+	// ranges asked again with If-Range: a download outlives a server
+	// restart.
 	StallTimeout time.Duration
 
 	mu    sync.Mutex
@@ -169,8 +173,9 @@ type PathResult struct {
 	RTT       time.Duration // application-layer RTT estimate at the end
 	FirstData time.Duration // since the start; 0 if none
 	LastData  time.Duration
-	// Down: the path's connection failed (for the rest of the download);
-	// Err says why, or why it was last suspended.
+	// Down: the path's connection failed for the rest of the download
+	// (refused, or lost and not redialed before the download ended); Err
+	// says why, or why it was last suspended or lost.
 	Down bool
 	Err  string
 	// Suspensions counts the times the path went silent (an outage: PING
@@ -178,6 +183,9 @@ type PathResult struct {
 	// schedule until it answered again; Suspended is how long in all.
 	Suspensions int
 	Suspended   time.Duration
+	// Redials counts the times the path's connection died (reset, closed,
+	// GOAWAY, a server restarted) and a new one took up its ranges.
+	Redials int
 	// Budget is the path's byte budget (Path.Budget; 0 none). BudgetFull is
 	// when, since the start, it left the path no room for another chunk
 	// (0: never): from then on the other paths carried the download alone.

@@ -94,13 +94,12 @@ func startServer(t *testing.T, h http.Handler) string {
 	return "http://" + ln.Addr().String()
 }
 
-// slowConn delivers at most rate bytes per second to the reader, so one
-// loopback path is slower than the other; after failAfter bytes (if > 0)
-// it fails like a link going down.
 // slowConn limits a loopback connection's reads to rate bytes per second with
 // a token bucket whose burst is slowBurst: a limit averaged since the dial would
 // let an idle connection bank credit and then read at CPU speed, which on a
-// loaded machine made an "8 MB/s" and a "2 MB/s" path equally fast.
+// loaded machine made an "8 MB/s" and a "2 MB/s" path equally fast. After
+// failAfter bytes (if > 0) it fails like a link going down, and its path's
+// link stays down.
 type slowConn struct {
 	net.Conn
 	rate      float64
@@ -108,6 +107,7 @@ type slowConn struct {
 	n         atomic.Int64
 	mu        sync.Mutex
 	next      time.Time // when the bucket is empty again
+	linkDown  *atomic.Bool
 }
 
 const slowBurst = 32 << 10
@@ -116,6 +116,7 @@ var errLinkDown = errors.New("test: link down")
 
 func (c *slowConn) Read(p []byte) (int, error) {
 	if c.failAfter > 0 && c.n.Load() >= c.failAfter {
+		c.linkDown.Store(true)
 		c.Conn.Close()
 		return 0, errLinkDown
 	}
@@ -141,13 +142,17 @@ func (c *slowConn) Read(p []byte) (int, error) {
 }
 
 func loopPath(name string, rate float64, failAfter int64) Path {
+	var linkDown atomic.Bool // once a connection has failed, dials fail too
 	return Path{Name: name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if linkDown.Load() {
+			return nil, errLinkDown
+		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil || (rate == 0 && failAfter == 0) {
 			return c, err
 		}
-		return &slowConn{Conn: c, rate: rate, failAfter: failAfter}, nil
+		return &slowConn{Conn: c, rate: rate, failAfter: failAfter, linkDown: &linkDown}, nil
 	}}
 }
 

@@ -94,11 +94,13 @@ type connKey struct {
 	hostport string
 }
 
+func keyOf(i int, u *url.URL) connKey { return connKey{i, u.Scheme, h2.HostPort(u.Host, u.Scheme)} }
+
 // conn returns path i's connection for u's server, dialing it in the
 // background if there is none or it has died. Connections persist across
 // downloads, as the paper's measurements use persistent connections.
 func (c *Client) conn(i int, u *url.URL) *pathConn {
-	k := connKey{i, u.Scheme, h2.HostPort(u.Host, u.Scheme)}
+	k := keyOf(i, u)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pc := c.conns[k]; pc != nil && !pc.dead() {
@@ -119,6 +121,17 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 		}
 	}()
 	return pc
+}
+
+// forget removes pc, path i's connection for u's server, from the Client:
+// the next conn dials afresh.
+func (c *Client) forget(i int, u *url.URL, pc *pathConn) {
+	k := keyOf(i, u)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns[k] == pc {
+		delete(c.conns, k)
+	}
 }
 
 func (c *Client) dialTimeout() time.Duration {

@@ -30,6 +30,7 @@ const (
 	evSuspend  // the path went silent: PING unanswered, no frame, for its timeout
 	evResume   // a silent path answered or delivered again
 	evHanded   // the first response went to the caller (Options.HandOver)
+	evRedialed // a lost path's new connection is ready (or failed): pc
 )
 
 // event is what the helper goroutines report to the owner.
@@ -49,6 +50,9 @@ type event struct {
 	// evRTT
 	rtt time.Duration
 	err error
+	// The connection a path event is about (evRTT, evPathDown, evSuspend,
+	// evResume, evRedialed): one replaced by a redial is past news.
+	pc *pathConn
 }
 
 // stream is the owner's record of one request.
@@ -89,11 +93,17 @@ type download struct {
 	wg      sync.WaitGroup
 	conns   []*pathConn
 	data0   []int64 // each h2 connection's DATA count at the start
+	gone    []int64 // DATA received on the path's connections that died
 	body    []int64 // body bytes read per path (HTTP/1.1 paths' Received)
 	streams map[multipath.StreamID]*stream
 	down    []bool
 	errs    []string
-	refused []string // why a path was refused for this server
+	// A path whose connection died is redialed (paced by its backoff)
+	// while redialing; redials counts its new connections.
+	redialing []bool
+	backoffs  []backoff
+	redials   []int
+	refused   []string // why a path was refused for this server
 	// switchFirst[k] is when the path of the scheduler's k-th Switch first
 	// delivered after it; zero until then.
 	switchFirst []time.Time
@@ -120,8 +130,9 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 	d := &download{c: c, u: u, w: w, o: o, s: s, start: start,
 		events:  make(chan event, 64),
 		streams: make(map[multipath.StreamID]*stream),
-		conns:   make([]*pathConn, n), data0: make([]int64, n), body: make([]int64, n),
+		conns:   make([]*pathConn, n), data0: make([]int64, n), gone: make([]int64, n), body: make([]int64, n),
 		down: make([]bool, n), errs: make([]string, n), refused: make([]string, n),
+		redialing: make([]bool, n), backoffs: make([]backoff, n), redials: make([]int, n),
 		suspensions: make([]int, n), suspendedAt: make([]time.Time, n), suspended: make([]time.Duration, n), progress: start}
 	d.parent = ctx
 	d.ctx, d.stopC = context.WithCancel(ctx)
@@ -159,7 +170,7 @@ func (d *download) run() (*Result, error) {
 		default: // dialing now: everything it will receive is this download's
 		}
 		d.wg.Add(1)
-		go d.watchPath(i)
+		go d.watchPath(i, d.conns[i])
 	}
 	acts := d.s.OnStart(time.Now())
 	if d.o.Cut > 0 {
@@ -202,6 +213,12 @@ func (d *download) run() (*Result, error) {
 // handle feeds one event to the scheduler and executes what it decides.
 func (d *download) handle(ev event) error {
 	now := time.Now()
+	if ev.kind == evRedialed {
+		return d.redialed(now, ev.path, ev.pc)
+	}
+	if ev.pc != nil && (ev.pc != d.conns[ev.path] || d.redialing[ev.path]) {
+		return nil // about a connection that died and is being replaced
+	}
 	switch ev.kind {
 	case evRTT:
 		if d.down[ev.path] {
@@ -209,7 +226,7 @@ func (d *download) handle(ev event) error {
 		}
 		return d.exec(d.s.OnRTT(now, multipath.PathID(ev.path), ev.rtt), nil)
 	case evPathDown:
-		return d.pathDown(now, ev.path, ev.err)
+		return d.lost(now, ev.path, ev.err)
 	case evSuspend:
 		return d.suspend(now, ev.path, ev.err)
 	case evResume:
@@ -236,6 +253,7 @@ func (d *download) handle(ev event) error {
 			return err
 		}
 		d.progress = now
+		d.backoffs[st.path].delivered()
 		d.body[st.path] += int64(ev.n)
 		st.recv += int64(ev.n)
 		if st.bodyLen >= 0 && st.recv > st.bodyLen {
@@ -250,7 +268,7 @@ func (d *download) handle(ev event) error {
 		if ev.err != nil && (!st.headers || d.conns[st.path].h1 != nil || d.conns[st.path].dead()) {
 			// The request never got an answer, or its connection broke:
 			// the path is in trouble, not just this stream.
-			return d.pathDown(now, st.path, ev.err)
+			return d.lost(now, st.path, ev.err)
 		}
 		d.forget(st)
 		if err := d.exec(d.s.OnStreamEnd(now, st.id), nil); err != nil {
@@ -269,10 +287,11 @@ func (d *download) onHeaders(now time.Time, st *stream, ev event) error {
 	if ev.last >= 0 {
 		st.bodyLen = ev.last - ev.first
 	}
-	if err := d.checkRange(st, res.StatusCode, ev); err != nil {
+	// The version first: a changed object answers If-Range with a 200.
+	if err := d.checkVersion(st.path, res); err != nil {
 		return d.refuse(now, st.path, err)
 	}
-	if err := d.checkVersion(st.path, res); err != nil {
+	if err := d.checkRange(st, res.StatusCode, ev); err != nil {
 		return d.refuse(now, st.path, err)
 	}
 	if res.StatusCode == http.StatusOK && (st.start > 0 || st.end >= 0) {
@@ -351,22 +370,17 @@ func (d *download) refuse(now time.Time, p int, why error) error {
 	return d.pathDown(now, p, fmt.Errorf("refused: %w", why))
 }
 
-// pathDown gives path p's work to the others and closes its connection, so
-// the next download dials afresh.
+// pathDown gives path p's work to the others for the rest of the download
+// and closes its connection, so the next download dials afresh.
 func (d *download) pathDown(now time.Time, p int, cause error) error {
 	if d.down[p] {
 		return nil
 	}
-	d.down[p] = true
+	d.down[p], d.redialing[p] = true, false
 	if cause != nil {
 		d.errs[p] = cause.Error()
 	}
-	for _, st := range d.streams {
-		if st.path == p {
-			d.forget(st)
-		}
-	}
-	d.conns[p].close()
+	d.drop(p)
 	acts, err := d.s.OnPathDown(now, multipath.PathID(p))
 	if err != nil {
 		return fmt.Errorf("%w (path %s: %v)", err, d.pathName(p), cause)
@@ -374,10 +388,114 @@ func (d *download) pathDown(now time.Time, p int, cause error) error {
 	return d.exec(acts, nil)
 }
 
+// drop forgets path p's streams and closes its connection.
+func (d *download) drop(p int) {
+	for _, st := range d.streams {
+		if st.path == p {
+			d.forget(st)
+		}
+	}
+	pc := d.conns[p]
+	pc.close()
+	d.gone[p] += pc.received() - d.data0[p]
+	d.data0[p] = pc.received()
+}
+
+// lost handles path p's connection dying (reset, EOF, GOAWAY, a request
+// refused): a path that had connected is redialed, its ranges waiting for
+// it or moved to the paths that are up; one whose dial failed is down.
+func (d *download) lost(now time.Time, p int, cause error) error {
+	if d.down[p] || d.redialing[p] {
+		return nil
+	}
+	if d.conns[p].err != nil {
+		return d.pathDown(now, p, cause)
+	}
+	d.redialing[p] = true
+	if cause != nil {
+		d.errs[p] = cause.Error()
+	}
+	if !d.suspendedAt[p].IsZero() { // the outage is a loss now
+		d.suspended[p] += now.Sub(d.suspendedAt[p])
+		d.suspendedAt[p] = time.Time{}
+	}
+	d.drop(p)
+	acts, err := d.s.OnPathLost(now, multipath.PathID(p))
+	if err != nil {
+		return err
+	}
+	if err := d.exec(acts, nil); err != nil {
+		return err
+	}
+	return d.redial(now, p)
+}
+
+// redial dials lost path p again after its backoff, or gives the path up
+// if that would start after the stall timeout runs out: the loop is
+// bounded by it (and by the download's end).
+func (d *download) redial(now time.Time, p int) error {
+	wait, ok := d.backoffs[p].after(now, d.progress.Add(d.c.stallTimeout()))
+	if !ok {
+		return d.pathDown(now, p, fmt.Errorf("%s; redialed %d times, not again: the stall timeout of %v runs out first",
+			d.errs[p], d.backoffs[p].tries, d.c.stallTimeout()))
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-d.ctx.Done():
+			return
+		}
+		pc := d.c.conn(p, d.u)
+		select {
+		case <-pc.ready:
+		case <-d.ctx.Done():
+			return
+		}
+		d.send(event{kind: evRedialed, path: p, pc: pc})
+	}()
+	return nil
+}
+
+// redialed re-admits lost path p on its new connection pc, with fresh
+// estimates (OnPathResume); the ranges it is given are asked with If-Range.
+// A dial that failed (the server not back yet) is tried again.
+func (d *download) redialed(now time.Time, p int, pc *pathConn) error {
+	if !d.redialing[p] {
+		return nil
+	}
+	old := d.conns[p]
+	if pc.err == nil && pc.proto != old.proto {
+		// An h2c probe unanswered by a server still starting: not the
+		// server the path had, and not to be kept for the next download.
+		d.c.forget(p, d.u, pc)
+		pc.close()
+		d.errs[p] = fmt.Sprintf("redialed as %s, was %s", pc.proto, old.proto)
+		return d.redial(now, p)
+	}
+	if pc.err != nil {
+		d.errs[p] = pc.err.Error()
+		return d.redial(now, p)
+	}
+	d.redialing[p] = false
+	d.redials[p]++
+	d.conns[p], d.data0[p] = pc, pc.received()
+	d.wg.Add(1)
+	go d.watchPath(p, pc)
+	acts, err := d.s.OnPathResume(now, multipath.PathID(p))
+	if err != nil {
+		return err
+	}
+	return d.exec(acts, nil)
+}
+
 // suspend takes silent path p out of the schedule (its ranges go to the
 // paths that are up) and keeps its connection, so it can come back.
 func (d *download) suspend(now time.Time, p int, cause error) error {
-	if d.down[p] || !d.suspendedAt[p].IsZero() {
+	if d.down[p] || d.redialing[p] || !d.suspendedAt[p].IsZero() {
 		return nil
 	}
 	d.suspensions[p]++
@@ -510,8 +628,14 @@ func (d *download) request(a multipath.Action) {
 		st.granted = window
 		d.s.OnGrant(st.id, a.Start+window)
 	}
+	ifRange := ""
+	if a.Start > 0 || a.End >= 0 {
+		// A range of another version (a server restarted with a new file)
+		// comes back as the whole object, which checkVersion refuses.
+		ifRange = d.validator
+	}
 	d.wg.Add(1)
-	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window, first)
+	go d.fetch(ctx, st.id, st.path, pc, a.Start, a.End, window, ifRange, first)
 	// Whether the window is manual is known once the path's protocol is;
 	// only HTTP/2 streams get one.
 	st.manual = window > 0
@@ -519,7 +643,7 @@ func (d *download) request(a multipath.Action) {
 
 // fetch runs one request on its own goroutine: headers, then the body in
 // buffers handed to the owner, then the end.
-func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *pathConn, a, b, window int64, offer bool) {
+func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *pathConn, a, b, window int64, ifRange string, offer bool) {
 	defer d.wg.Done()
 	select {
 	case <-pc.ready:
@@ -544,6 +668,9 @@ func (d *download) fetch(ctx context.Context, id multipath.StreamID, p int, pc *
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", a, b-1))
 	case a > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", a))
+	}
+	if ifRange != "" {
+		req.Header.Set("If-Range", ifRange)
 	}
 	if pc.h1 != nil {
 		window = 0
@@ -638,17 +765,16 @@ func bodyRange(res *http.Response) (first, end, size int64, err error) {
 // watchPath waits for path p's connection, then (HTTP/2) sends a PING every
 // PingInterval once the last one is answered: each answer is an RTT sample
 // and the scheduler's clock tick. A dead connection, or the liveness rule
-// (PING unanswered and no frame at all for its timeout), takes the path down.
-func (d *download) watchPath(p int) {
+// (PING unanswered and no frame at all for its timeout) suspends the path.
+func (d *download) watchPath(p int, pc *pathConn) {
 	defer d.wg.Done()
-	pc := d.conns[p]
 	select {
 	case <-pc.ready:
 	case <-d.ctx.Done():
 		return
 	}
 	if pc.err != nil {
-		d.send(event{kind: evPathDown, path: p, err: pc.err})
+		d.send(event{kind: evPathDown, path: p, pc: pc, err: pc.err})
 		return
 	}
 	if pc.h2 == nil {
@@ -673,23 +799,23 @@ func (d *download) watchPath(p int) {
 		case <-d.ctx.Done():
 			return
 		case <-conn.Done():
-			d.send(event{kind: evPathDown, path: p, err: fmt.Errorf("connection closed: %v", conn.Err())})
+			d.send(event{kind: evPathDown, path: p, pc: pc, err: fmt.Errorf("connection closed: %v", conn.Err())})
 			return
 		case pg := <-pongs:
 			if pg.err != nil {
 				if d.ctx.Err() == nil {
-					d.send(event{kind: evPathDown, path: p, err: pg.err})
+					d.send(event{kind: evPathDown, path: p, pc: pc, err: pg.err})
 				}
 				return
 			}
 			live.answered(pg.rtt)
 			if !silentSince.IsZero() {
 				silentSince = time.Time{}
-				if !d.send(event{kind: evResume, path: p}) {
+				if !d.send(event{kind: evResume, path: p, pc: pc}) {
 					return
 				}
 			}
-			if !d.send(event{kind: evRTT, path: p, rtt: pg.rtt}) {
+			if !d.send(event{kind: evRTT, path: p, pc: pc, rtt: pg.rtt}) {
 				return
 			}
 		case now := <-t.C:
@@ -699,7 +825,7 @@ func (d *download) watchPath(p int) {
 				// counted yet, a WINDOW_UPDATE) brings the path back.
 				if pc.lastFrame().After(silentSince) {
 					silentSince = time.Time{}
-					if !d.send(event{kind: evResume, path: p}) {
+					if !d.send(event{kind: evResume, path: p, pc: pc}) {
 						return
 					}
 				}
@@ -713,7 +839,7 @@ func (d *download) watchPath(p int) {
 				}()
 			case live.silent(now, pc.lastFrame()):
 				silentSince = now
-				if !d.send(event{kind: evSuspend, path: p, err: fmt.Errorf("%w for %v", errPathTimeout, live.timeout())}) {
+				if !d.send(event{kind: evSuspend, path: p, pc: pc, err: fmt.Errorf("%w for %v", errPathTimeout, live.timeout())}) {
 					return
 				}
 			}
@@ -783,8 +909,8 @@ func (d *download) result() *Result {
 		st := d.s.Stats(multipath.PathID(i))
 		e := d.s.Estimate(now, multipath.PathID(i))
 		pr := PathResult{Name: d.pathName(i), Requests: st.Requests, Delivered: st.Delivered,
-			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i], Err: d.errs[i],
-			Suspensions: d.suspensions[i], Suspended: d.suspended[i],
+			Bandwidth: e.Bandwidth, RTT: e.RTT, Down: d.down[i] || d.redialing[i], Err: d.errs[i],
+			Suspensions: d.suspensions[i], Suspended: d.suspended[i], Redials: d.redials[i],
 			Budget: d.c.Paths[i].Budget, Refused: d.refused[i], Retaken: st.Retaken}
 		if !st.BudgetFull.IsZero() {
 			pr.BudgetFull = st.BudgetFull.Sub(d.start)
@@ -800,7 +926,7 @@ func (d *download) result() *Result {
 		}
 		pr.Received = d.body[i]
 		if pr.Proto == "h2" || pr.Proto == "h2c" {
-			pr.Received = pc.received() - d.data0[i]
+			pr.Received = pc.received() - d.data0[i] + d.gone[i]
 		}
 		if !st.FirstData.IsZero() {
 			pr.FirstData = st.FirstData.Sub(d.start)

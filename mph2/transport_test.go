@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 )
@@ -192,12 +193,12 @@ func TestTransportPOST(t *testing.T) {
 	}
 }
 
-// When every path fails mid-body, Read says so: the body is never cut short
-// with a clean EOF.
+// When every path fails mid-body for good (redials refused until the stall
+// timeout), Read says so: the body is never cut short with a clean EOF.
 func TestTransportBrokenBody(t *testing.T) {
 	_, base := newCounting(t, nil)
 	const size = 4 << 20
-	c := &Client{Paths: []Path{loopPath("a", 0, 700<<10), loopPath("b", 0, 500<<10)}}
+	c := &Client{Paths: []Path{loopPath("a", 0, 700<<10), loopPath("b", 0, 500<<10)}, StallTimeout: 2 * time.Second}
 	defer c.Close()
 	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/gen/%d", base, size), nil)
 	res, n, _, err := getSum(t, &Transport{Client: c}, req)

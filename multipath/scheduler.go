@@ -658,6 +658,30 @@ func (s *Scheduler) OnPathSuspend(now time.Time, p PathID) ([]Action, error) {
 	return s.out, nil
 }
 
+// OnPathLost reports that path p's connection died (reset, refused,
+// closed) while the caller redials it: its streams are gone without a
+// Reset, and their bytes go to the paths that are up or, if none is, wait
+// for a path to come back. Until OnPathResume re-admits it (redialed) or
+// OnPathDown gives it up, the path is suspended. Like OnPathSuspend it
+// never fails the download: the caller bounds the redialing.
+func (s *Scheduler) OnPathLost(now time.Time, p PathID) ([]Action, error) {
+	s.out = s.out[:0]
+	if p < 0 || int(p) >= len(s.paths) {
+		return nil, fmt.Errorf("multipath: path %d lost: no such path (have %d)", p, len(s.paths))
+	}
+	ps := s.paths[p]
+	if s.done || !ps.up && !ps.suspended {
+		return nil, nil
+	}
+	ps.up, ps.suspended, ps.finOK = false, true, false
+	s.moveStreams(p, false)
+	if len(s.upPaths()) > 0 {
+		s.choose(now, "down")
+		s.schedule(now)
+	}
+	return s.out, nil
+}
+
 // OnPathResume re-admits a suspended path (data or a PING answer came on
 // it) with fresh estimates: what it measured before the outage says nothing
 // of the path after it. Streams still held by suspended paths move to the

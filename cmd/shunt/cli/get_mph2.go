@@ -252,6 +252,8 @@ func printPaths(w io.Writer, res *mph2.Result) {
 			state = "refused: " + p.Refused
 		case p.Down:
 			state = "down: " + p.Err
+		case p.Redials > 0:
+			state = fmt.Sprintf("up; connection lost and redialed %d time(s) (last: %s)", p.Redials, p.Err)
 		case p.Suspensions > 0:
 			state = fmt.Sprintf("up; silent %d time(s), %.1f s in all (%s)", p.Suspensions, p.Suspended.Seconds(), p.Err)
 		}

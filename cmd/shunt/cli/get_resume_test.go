@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -94,6 +95,58 @@ func (w *stallAfter) Write(p []byte) (int, error) {
 
 func (w *stallAfter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+type getResult struct {
+	stderr string
+	err    error
+}
+
+// getAcrossRestart runs shunt get with args against s, kills s once it has
+// sent its `after` bytes, starts it again `outage` later (s serves normally
+// from then on; the caller kills it) and returns how get ended.
+func getAcrossRestart(t *testing.T, s *dyingServer, tally *faults.Tally, outage time.Duration, args []string) getResult {
+	t.Helper()
+	got := make(chan getResult, 1)
+	go func() {
+		_, stderr, err := runGetTest(t, args...)
+		got <- getResult{stderr, err}
+	}()
+	select {
+	case <-s.sent:
+	case r := <-got:
+		t.Fatalf("get ended before the server died: %v\n%s", r.err, r.stderr)
+	}
+	tally.Interrupted()
+	s.kill()
+	time.Sleep(outage)
+	s.sent = nil
+	s.start()
+	return <-got
+}
+
+// verify checks that get succeeded, that the file at out is /gen's object
+// of size bytes (length and SHA-256, counted by tally), and that get's
+// stderr says it verified it and each of says.
+func (r getResult) verify(t *testing.T, tally *faults.Tally, out string, size int64, says ...string) {
+	t.Helper()
+	if r.err != nil {
+		tally.Count(faults.Failed)
+		t.Fatalf("get: %v\n%s", r.err, r.stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if o, n, err := tally.Read(f, faults.Gen(size, 0)); o != faults.Verified {
+		t.Fatalf("file: %v after %d bytes: %v", o, n, err)
+	}
+	for _, want := range append(says, fmt.Sprintf("verified: bytes 0-%d of /gen/", size-1)) {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
 // TestGetResumesAfterServerRestart: the server dies 4 MiB into a 32 MiB
 // download and comes back; shunt get asks for the rest with Range +
 // If-Range and the file is whole (length and SHA-256 checked), over
@@ -127,26 +180,8 @@ func TestGetResumesAfterServerRestart(t *testing.T) {
 				scheme = "https"
 			}
 			out := filepath.Join(t.TempDir(), "obj")
-			type result struct {
-				stderr string
-				err    error
-			}
-			got := make(chan result, 1)
-			go func() {
-				_, stderr, err := runGetTest(t, append(c.args, "-o", out, scheme+"://"+s.addr+"/gen/32MiB")...)
-				got <- result{stderr, err}
-			}()
-			select {
-			case <-s.sent:
-			case r := <-got:
-				t.Fatalf("get ended before the server died: %v\n%s", r.err, r.stderr)
-			}
-			tally.Interrupted()
-			s.kill()
-			s.sent = nil
-			s.start()
+			r := getAcrossRestart(t, s, tally, 0, append(c.args, "-o", out, scheme+"://"+s.addr+"/gen/32MiB"))
 			defer s.kill()
-			r := <-got
 			retries := !strings.Contains(c.name, "no retries")
 			if !retries {
 				if r.err == nil || !strings.Contains(r.err.Error(), "GET ") {
@@ -159,20 +194,7 @@ func TestGetResumesAfterServerRestart(t *testing.T) {
 				t.Logf("failed clearly: %v", r.err)
 				return
 			}
-			if r.err != nil {
-				t.Fatalf("get: %v\n%s", r.err, r.stderr)
-			}
-			f, err := os.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if o, n, err := tally.Read(f, faults.Gen(size, 0)); o != faults.Verified {
-				t.Fatalf("file: %v after %d bytes: %v", o, n, err)
-			}
-			if !strings.Contains(r.stderr, "resuming at byte ") || !strings.Contains(r.stderr, "verified: bytes 0-33554431 of /gen/32MiB") {
-				t.Errorf("stderr does not say it resumed and verified:\n%s", r.stderr)
-			}
+			r.verify(t, tally, out, size, "resuming at byte ")
 		})
 	}
 }
