@@ -62,6 +62,8 @@ type Options struct {
 	// MaxConnections raises h2o's max-connections (default 1024) and
 	// nginx's worker_connections (default here 4096); 0 keeps the defaults.
 	MaxConnections int
+	// Args are more arguments for shunt serve (--smig, --debug-addr).
+	Args []string
 }
 
 // Peer is a running server.

@@ -113,5 +113,5 @@ func shuntArgs(bin string, p *Peer, o *Options, host, port string) ([]string, er
 	if o.TLS {
 		args = append(args, "--tls", "--cert", p.CertFile, "--key", p.keyFile)
 	}
-	return args, nil
+	return append(args, o.Args...), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shunt-net/shunt/experiment/mpdownload"
 	"github.com/shunt-net/shunt/experiment/mptools"
 	"github.com/shunt-net/shunt/experiment/pageload"
+	"github.com/shunt-net/shunt/experiment/soak"
 	"github.com/shunt-net/shunt/experiment/viaproxy"
 	"github.com/shunt-net/shunt/experiment/video"
 )
@@ -27,6 +28,7 @@ var Table = bench.Drivers{
 	"chromium": pageload.Chromium.Driver(),
 	"h2load":   h2load.Kind.Driver(),
 	"idle":     idleconn.Kind.Driver(),
+	"soak":     soak.Kind.Driver(),
 	"dash":     video.Kind.Driver(),
 	"proxy":    viaproxy.Kind.Driver(),
 }

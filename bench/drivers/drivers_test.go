@@ -40,6 +40,8 @@ func TestParamErrors(t *testing.T) {
 		{"http", map[string]string{"proto": "h2"}, experiment.Object{Name: "o", Page: &experiment.PageSpec{HTML: "1KB", Images: 0, ImageSize: "1KB"}}, "page.images"},
 		{"tcp", map[string]string{"conns": "x"}, obj, `params.conns "x"`},
 		{"tcp", nil, experiment.Object{Name: "o", Page: &experiment.PageSpec{HTML: "1KB", Images: 1, ImageSize: "1KB"}}, "transfers a size only"},
+		{"soak", map[string]string{"duration": "0s"}, obj, `params.duration "0s"`},
+		{"soak", map[string]string{"smig": "fast"}, obj, `params.smig "fast"`},
 	})
 }
 

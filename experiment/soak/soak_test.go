@@ -1,0 +1,86 @@
+package soak
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.SMig = "migsw:1048576"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.Duration = 0 },
+		func(c *Config) { c.Idle = -1 },
+		func(c *Config) { c.Idle = maxIdle + 1 },
+		func(c *Config) { c.Workers = 0 },
+		func(c *Config) { c.SMig = "fast" },
+	} {
+		c := DefaultConfig()
+		bad(&c)
+		if c.Validate() == nil {
+			t.Errorf("%+v validated", c)
+		}
+	}
+}
+
+// flat is a passing run: RSS up and down under load, back at the end.
+func flat() Summary {
+	mb := int64(1 << 20)
+	m := Summary{Rounds: 10, Requests: 1000, Idle: 100, IdleAlive: 100,
+		Start: Sample{RSS: 20 * mb, Goroutines: 108, FDs: 115}, End: Sample{At: 30 * time.Second, RSS: 60 * mb, Goroutines: 110, FDs: 116}}
+	for i := range 15 {
+		m.Samples = append(m.Samples, Sample{At: time.Duration(2*i) * time.Second, RSS: int64(80+10*(i%3)) * mb, Goroutines: 500 + i, FDs: 200})
+	}
+	m.Samples[0] = m.Start
+	m.Samples = append(m.Samples, m.End)
+	return m
+}
+
+// Check passes a flat run and names each way a run fails.
+func TestCheck(t *testing.T) {
+	if errs := flat().Check(); len(errs) != 0 {
+		t.Fatalf("a flat run: %v", errs)
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(*Summary)
+		want string
+	}{
+		{"failed request", func(m *Summary) { m.Failed = 1 }, "1 h2load requests failed"},
+		{"failed SMig download", func(m *Summary) { m.SMigFailed = 2 }, "2 SMig downloads failed"},
+		{"idle lost", func(m *Summary) { m.IdleAlive = 99 }, "1 of 100 idle connections were lost"},
+		{"goroutine leak", func(m *Summary) { m.End.Goroutines = 129 }, "goroutines: 108 at the start, 129"},
+		{"fd leak", func(m *Summary) { m.End.FDs = 126 }, "open files: 115 at the start, 126"},
+		{"RSS grows", func(m *Summary) {
+			for i := 2 * len(m.Samples) / 3; i < len(m.Samples); i++ {
+				m.Samples[i].RSS = 160 << 20 // over 1.25 x 100 + 32 = 157 MiB
+			}
+		}, "RSS grows: peak 100.0 MiB in the first third, 160.0 MiB in the last"},
+	} {
+		m := flat()
+		c.mod(&m)
+		errs := m.Check()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
+			t.Errorf("%s: %v, want one error saying %q", c.name, errs, c.want)
+		}
+	}
+}
+
+func TestCounts(t *testing.T) {
+	c := flat().Counts()
+	for k, want := range map[string]float64{
+		"requests": 1000, "rss_mib_start": 20, "rss_mib_end": 60, "rss_mib_max": 100,
+		"goroutines_start": 108, "goroutines_end": 110, "goroutines_max": 514, "fds_max": 200, "idle_alive": 100, "samples": 16,
+	} {
+		if c[k] != want {
+			t.Errorf("%s = %v, want %v", k, c[k], want)
+		}
+	}
+}
