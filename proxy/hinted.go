@@ -41,7 +41,12 @@ func (t *hintedTransport) origin(base string) (*mph2.Hinted, error) {
 	if h, ok := t.origins[base]; ok {
 		return h, nil
 	}
-	h := &mph2.Hinted{Client: t.newClient(), Policy: t.policy, Cost: t.cost}
+	c := t.newClient()
+	// Hinted fetches whole objects, no byte ranges whose ends flow control
+	// would adjust: MP-H2's 16 KB initial window (EndFlowControl) would
+	// only cap every stream at 16 KB a round trip.
+	c.EndAdjust = mph2.EndReset
+	h := &mph2.Hinted{Client: c, Policy: t.policy, Cost: t.cost}
 	if t.placed != nil {
 		h.Placed = func(req *http.Request, hint hints.Hint, g *mph2.Got) { t.placed(req.URL.String(), hint, g.Path) }
 	}

@@ -90,4 +90,9 @@ func TestProxyPolicy(t *testing.T) {
 			t.Errorf("%v: class %s on path %d, want %s on %d", tc.hdr, p.class, p.path, tc.class, tc.path)
 		}
 	}
+	// MP-H2's flow-control ends would hold every stream to a 16 KB window
+	// (on hints-latency's 80 ms path, 1.6 Mbit/s a stream).
+	if c := r.hinted.origins["http://"+plain].Client; c.EndAdjust != mph2.EndReset {
+		t.Errorf("the hinted client ends streams by %v, want EndReset", c.EndAdjust)
+	}
 }

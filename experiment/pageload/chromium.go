@@ -397,18 +397,20 @@ type classTally struct {
 	placed, right, urgentRight int
 	unknown                    int      // requests for no object of the page
 	wrong                      []string // TARGET=HEADERS'CLASS/MODEL'S
+	paths                      []string // TARGET=CLASS@PATH, in the order the responses came
 }
 
 // placer is the proxy's Placed hook for the page of st.
 func (t *classTally) placer(st *browser.Site) func(string, hints.Hint, int) {
 	model := hints.FromPage(st.Page)
-	return func(rawURL string, h hints.Hint, _ int) {
+	return func(rawURL string, h hints.Hint, path int) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		u, err := neturl.Parse(rawURL)
 		i := -1
 		if err == nil {
 			i = st.ObjectIndex(u.RequestURI())
+			t.paths = append(t.paths, fmt.Sprintf("%s=%s@%d", u.RequestURI(), h.Class, path))
 		}
 		if i < 0 {
 			t.unknown++
@@ -427,7 +429,8 @@ func (t *classTally) placer(st *browser.Site) func(string, hints.Hint, int) {
 }
 
 // record adds the tally to a run's figures (nothing without a policy):
-// Info class_wrong lists TARGET=HEADERS'CLASS/MODEL'S.
+// Info class_wrong lists TARGET=HEADERS'CLASS/MODEL'S, placed
+// TARGET=CLASS@PATH (the path's index).
 func (t *classTally) record(metrics, counts map[string]float64, info map[string]string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -435,7 +438,7 @@ func (t *classTally) record(metrics, counts map[string]float64, info map[string]
 		return
 	}
 	slices.Sort(t.wrong)
-	info["class_wrong"] = strings.Join(t.wrong, " ")
+	info["class_wrong"], info["placed"] = strings.Join(t.wrong, " "), strings.Join(t.paths, " ")
 	counts["classified"], counts["class_right"], counts["urgent_right"], counts["unknown_requests"] = float64(t.placed), float64(t.right), float64(t.urgentRight), float64(t.unknown)
 	if t.placed > 0 {
 		metrics["class_right_pct"] = 100 * float64(t.right) / float64(t.placed)
