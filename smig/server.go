@@ -28,7 +28,8 @@ type Server struct {
 	// rest of the body there; the response's own keeps it; nil means the
 	// connection it belongs on is not there yet: the body waits until the
 	// client's connections change (at most SteerWait) and Steer is asked
-	// again, and after SteerWait it stays.
+	// again, and after SteerWait it stays, as do later responses on that
+	// connection that would wait (a client on one path, say).
 	Steer     func(r *http.Request, header http.Header, from *h2.Conn, conns []*h2.Conn) *h2.Conn
 	SteerWait time.Duration
 	// Logf reports refused migrations; nil means log.Printf.
@@ -60,6 +61,7 @@ type ServerStats struct {
 	MovedBytes    atomic.Int64 // body bytes sent on destination connections
 	ConnRequests  atomic.Int64 // "open a connection" requests sent
 	ExtraFrameOut atomic.Int64 // SMig frames sent
+	SteerWaits    atomic.Int64 // steered responses that waited for a connection of their client
 }
 
 // sconn is one SMig connection; token is its client's binding.
@@ -69,6 +71,9 @@ type sconn struct {
 	token     Token
 	lineage   lineage   // what the connection proves besides the token
 	askedConn time.Time // last "open a connection" request on it
+	// steerGaveUp: a steered response of it waited SteerWait in vain, so
+	// its client opens no connection on that path: the others do not wait.
+	steerGaveUp bool
 }
 
 const connRequestInterval = time.Second
@@ -445,9 +450,14 @@ func (w *policyWriter) steer() {
 			return
 		}
 		if deadline == nil {
-			if w.s.SteerWait <= 0 {
+			w.s.mu.Lock()
+			gaveUp := w.src.steerGaveUp
+			w.s.mu.Unlock()
+			if w.s.SteerWait <= 0 || gaveUp {
+				w.done = gaveUp
 				return
 			}
+			w.s.stats.SteerWaits.Add(1)
 			w.Flush() // the client has the headers while the body waits
 			t := time.NewTimer(w.s.SteerWait)
 			defer t.Stop()
@@ -456,6 +466,9 @@ func (w *policyWriter) steer() {
 		select {
 		case <-changed:
 		case <-deadline:
+			w.s.mu.Lock()
+			w.src.steerGaveUp = true
+			w.s.mu.Unlock()
 			w.done = true
 			return
 		case <-w.r.Context().Done():

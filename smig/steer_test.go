@@ -99,3 +99,25 @@ func TestSteer(t *testing.T) {
 		t.Fatalf("the primary read %d bytes: large bodies went on it", p)
 	}
 }
+
+// TestSteerGivesUp: a client that opens no second connection gets its
+// response after SteerWait, on its one connection, and the next response
+// of that connection does not wait again.
+func TestSteerGivesUp(t *testing.T) {
+	const big = 256 << 10
+	s := &Server{SteerWait: 100 * time.Millisecond, Steer: func(_ *http.Request, _ http.Header, _ *h2.Conn, conns []*h2.Conn) *h2.Conn {
+		if len(conns) == 1 {
+			return nil
+		}
+		return conns[1]
+	}}
+	ts := startWith(t, s, true, nil)
+	tr := &Transport{AllowHTTP: true, Pool: PoolConfig{OnDemand: true}}
+	defer tr.CloseIdleConnections()
+	for range 2 {
+		fetch(t, tr, fmt.Sprintf("%s/gen/%d", ts.url, big), big)
+	}
+	if w, m := s.Stats().SteerWaits.Load(), s.Stats().Migrations.Load(); w != 1 || m != 0 {
+		t.Fatalf("%d responses waited, %d moved; want 1 and 0", w, m)
+	}
+}
