@@ -64,9 +64,12 @@ func (c ChromiumConfig) Validate() error {
 // Chromium is the experiment of driver "chromium": the real site generated
 // from a page's graph (replay/browser) loaded by headless Chromium. Metrics:
 // plt (the navigation's loadEventEnd), last_response (the latest
-// responseEnd of any object), dcl (domContentLoadedEventEnd), connected
-// (the document's connectEnd) and first_byte (its responseStart), all from
-// navigation start. Every object's length is checked (Site.Check). Counts
+// responseEnd of any object), dcl (domContentLoadedEventEnd), lcp (largest
+// contentful paint, when the page has one), connected (the document's
+// connectEnd), request_sent (its requestStart) and first_byte (its
+// responseStart), all from navigation start; with expensive=, expensive_pct
+// (the expensive paths' share of the IP bytes the client's interfaces
+// received during the load). Every object's length is checked (Site.Check). Counts
 // edges, edges_kept, graph_depth and browser_depth say how much of the
 // graph's download order the browser kept (Site.Edges); the run's Info
 // carries the whole load as JSON ("load", browser.Load) and the edges
@@ -315,7 +318,7 @@ func (s *ChromiumSession) Run(ctx context.Context, r *experiment.Run) (experimen
 		return experiment.Result{}, err
 	}
 	metrics := map[string]float64{"plt": l.PLT.Seconds(), "last_response": l.LastResponse.Seconds(), "dcl": l.DOMContentLoaded.Seconds(),
-		"connected": l.Connected.Seconds(), "first_byte": l.FirstByte.Seconds()}
+		"connected": l.Connected.Seconds(), "request_sent": l.RequestSent.Seconds(), "first_byte": l.FirstByte.Seconds()}
 	if l.LCP > 0 {
 		metrics["lcp"] = l.LCP.Seconds()
 	}

@@ -70,8 +70,11 @@ type Load struct {
 	// root HTML arrives, to set beside the replay's root object.
 	Connected time.Duration `json:"connected_ns"`
 	FirstByte time.Duration `json:"first_byte_ns"`
-	Resources int           `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
-	Protocol  string        `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
+	// RequestSent is when the document's request went out (requestStart):
+	// through a proxy, to the proxy.
+	RequestSent time.Duration `json:"request_sent_ns"`
+	Resources   int           `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
+	Protocol    string        `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
 	// Objects are the document and every distinct resource URL, in the
 	// order the browser requested them (the first fetch of a URL counts).
 	Objects []Fetch `json:"objects"`
@@ -121,7 +124,7 @@ const timingScript = `new Promise((ok, fail) => {
       requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
         for (const e of po.takeRecords()) lcp = e.startTime;
         po.disconnect();
-        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, lcp: lcp, conn: n.connectEnd, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
+        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, lcp: lcp, conn: n.connectEnd, sent: n.requestStart, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
       }, 0)));
     } else if (performance.now() > until) {
       fail(new Error("no loadEventEnd"));
@@ -308,9 +311,9 @@ func evaluate(ctx context.Context, c *cdp, url, script string) (string, error) {
 // parseTimings reads timingScript's value.
 func parseTimings(url, value string) (Load, error) {
 	var t struct {
-		PLT, Last, DCL, LCP, Conn, TTFB float64
-		Protocol                        string
-		Objects                         []struct {
+		PLT, Last, DCL, LCP, Conn, Sent, TTFB float64
+		Protocol                              string
+		Objects                               []struct {
 			T       string
 			S, B, E float64
 			N       int64
@@ -320,7 +323,7 @@ func parseTimings(url, value string) (Load, error) {
 		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, value, err)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), LCP: ms(t.LCP), Connected: ms(t.Conn), FirstByte: ms(t.TTFB), Protocol: t.Protocol}
+	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), LCP: ms(t.LCP), Connected: ms(t.Conn), RequestSent: ms(t.Sent), FirstByte: ms(t.TTFB), Protocol: t.Protocol}
 	for _, o := range t.Objects {
 		l.Objects = append(l.Objects, Fetch{Target: o.T, Request: ms(o.S), FirstByte: ms(o.B), Done: ms(o.E), Bytes: o.N})
 	}
