@@ -29,7 +29,10 @@ type Transport struct {
 	// PoolDial, if set, opens the pooled connections (id 1, 2, ... in the
 	// order they are opened) instead of DialContext: a multipath client
 	// binds them to its other paths, so a server can steer responses
-	// across paths (issue 19).
+	// across paths (issue 19). The first one's TCP connection is opened
+	// with the primary's, so its round trip overlaps the primary's
+	// handshake instead of following it (its TLS handshake still waits for
+	// the primary's ticket).
 	PoolDial func(ctx context.Context, id int, network, addr string) (net.Conn, error)
 	Config   h2.Config
 	Policy   Policy // MigCP applies here; server policies are ignored
@@ -77,6 +80,7 @@ type origin struct {
 	// gone holds the CIDs of the origin's connections that ended, with
 	// when: a marker naming one will never see its continuation.
 	gone   map[CID]time.Time
+	early  *earlyConn // PoolDial's connection for pooled id 1, opened with the primary
 	expiry *time.Timer // retires pooled connections unused for IdleTimeout
 }
 
@@ -197,6 +201,9 @@ func (t *Transport) primary(ctx context.Context, addr, scheme string) (*origin, 
 			continue
 		}
 		o.dialing = make(chan struct{})
+		if t.PoolDial != nil && o.early == nil {
+			o.early = t.dialEarly(addr)
+		}
 		t.mu.Unlock()
 		c, err := t.dial(ctx, o, 0)
 		t.mu.Lock()
@@ -300,6 +307,9 @@ func (t *Transport) dialNet(ctx context.Context, o *origin, id int) (net.Conn, e
 	}
 	if pooled && t.PoolDial != nil {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if id == 1 {
+				return o.early.take(ctx)
+			}
 			return t.PoolDial(ctx, id, network, addr)
 		}
 	}
@@ -333,6 +343,53 @@ func (t *Transport) dialNet(ctx context.Context, o *origin, id int) (net.Conn, e
 		return nil, fmt.Errorf("smig: %s: %w", o.addr, errNotResumed)
 	}
 	return tc, nil
+}
+
+// earlyConn is a pooled connection's TCP connection opened ahead of need.
+type earlyConn struct {
+	done  chan struct{} // closed when the dial ended
+	nc    net.Conn
+	err   error
+	mu    sync.Mutex
+	taken bool
+}
+
+// dialEarly opens PoolDial's connection 1 to addr now; one that is not
+// taken within ticketWait (no SMig server, no ticket) is closed.
+func (t *Transport) dialEarly(addr string) *earlyConn {
+	e := &earlyConn{done: make(chan struct{})}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ticketWait)
+		e.nc, e.err = t.PoolDial(ctx, 1, "tcp", addr)
+		cancel()
+		close(e.done)
+	}()
+	time.AfterFunc(ticketWait, func() {
+		<-e.done
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if !e.taken && e.nc != nil {
+			e.nc.Close()
+		}
+		e.taken = true
+	})
+	return e
+}
+
+// take returns the early connection, once.
+func (e *earlyConn) take(ctx context.Context) (net.Conn, error) {
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.taken {
+		return nil, errors.New("smig: the early pooled connection was closed unused")
+	}
+	e.taken = true
+	return e.nc, e.err
 }
 
 // tidy updates o's pool as the origin is used: idle connections count as

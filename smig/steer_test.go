@@ -2,6 +2,7 @@ package smig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -43,10 +44,21 @@ func TestSteer(t *testing.T) {
 		return syncio.CountingConn{Conn: c, N: n}, nil
 	}
 	var poolIDs atomic.Int64
+	poolDialed := make(chan struct{})
+	var once sync.Once
 	tr := &Transport{AllowHTTP: true,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr, &primary) },
+		// The pooled connection is dialed with the primary, not after it.
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			select {
+			case <-poolDialed:
+			case <-time.After(5 * time.Second):
+				return nil, errors.New("the pooled connection was not dialed with the primary")
+			}
+			return dial(ctx, addr, &primary)
+		},
 		PoolDial: func(ctx context.Context, id int, _, addr string) (net.Conn, error) {
 			poolIDs.Add(int64(id))
+			once.Do(func() { close(poolDialed) })
 			return dial(ctx, addr, &pooled)
 		}}
 	defer tr.CloseIdleConnections()
