@@ -80,7 +80,7 @@ type origin struct {
 	// gone holds the CIDs of the origin's connections that ended, with
 	// when: a marker naming one will never see its continuation.
 	gone   map[CID]time.Time
-	early  *earlyConn // PoolDial's connection for pooled id 1, opened with the primary
+	early  *earlyConn  // PoolDial's connection for pooled id 1, opened with the primary
 	expiry *time.Timer // retires pooled connections unused for IdleTimeout
 }
 
