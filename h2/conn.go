@@ -6,7 +6,9 @@
 // hooks SMig needs to move a stream between connections.
 //
 // Each connection has a read goroutine (parsing and dispatch, read.go) and a
-// write goroutine (control frames and the RFC 9218 DATA scheduler, write.go).
+// write goroutine (control frames and the RFC 9218 DATA scheduler, write.go);
+// a server connection's writer runs only while there is output or an open
+// stream, and a quiet one served detached has no reader either (park.go).
 // Connection state lives behind one mutex held only for bookkeeping, never
 // across I/O; handlers and body readers talk to the state through it.
 package h2
@@ -109,6 +111,17 @@ type Conn struct {
 	kit       *writeKit
 	sendq     *sendQueue // nil: the kernel's send queue as it is
 	wantSendq bool       // make sendq with the first DATA
+
+	// A detached server connection (Server.ServeConnDetached) parks while
+	// quiet: no read goroutine, its socket in the parker's epoll set
+	// (park.go). The fields after detached are under mu.
+	detached      bool
+	parkedNow     bool
+	parkToken     uint64
+	parkAdded     bool
+	readerWaiting bool   // the reader waits for input while busy
+	nudged        bool   // and a read deadline in the past is to end the wait
+	ended         func() // the server's end of the connection, after the read loop
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.
@@ -164,9 +177,7 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 		src = &headerClock{r: c.br, nc: nc, limit: cfg.HeaderTimeout}
 	}
 	c.rsrc = &readErrs{r: src}
-	c.rfr = http2.NewFramer(nil, c.rsrc)
-	c.rfr.SetReuseFrames()
-	c.rfr.SetMaxReadFrameSize(cfg.MaxReadFrameSize)
+	c.newReadFramer()
 	c.hdec = hpack.NewDecoder(4096, c.onField)
 	// A field over MaxHeaderListSize must still decode (the HPACK state
 	// goes on), so that the request gets 431 and the connection lives: a
@@ -183,6 +194,14 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	}
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
+}
+
+// newReadFramer makes the read side's Framer: at the start, and when a
+// parked connection (which gave its Framer up, park.go) reads again.
+func (c *Conn) newReadFramer() {
+	c.rfr = http2.NewFramer(nil, c.rsrc)
+	c.rfr.SetReuseFrames()
+	c.rfr.SetMaxReadFrameSize(c.cfg.MaxReadFrameSize)
 }
 
 // initialSettings queues our first SETTINGS frame and the connection
@@ -232,6 +251,9 @@ func (c *Conn) wakeWriterLocked() {
 	c.writerRunning = true
 	c.writers.Add(1)
 	go c.writeLoop()
+	// The writer may set a read deadline (the drain after GOAWAY) that only
+	// a running reader sees.
+	c.unparkLocked()
 }
 
 // queueControlLocked queues a frame the peer provoked (ACKs, RST_STREAM),
@@ -292,6 +314,7 @@ func (c *Conn) close(err error) {
 	}
 	c.wcond.Broadcast()
 	c.slotWait.Broadcast()
+	c.unparkLocked() // its reader sees the close and ends the connection
 	c.mu.Unlock()
 	c.nc.Close()
 	c.cancel()

@@ -76,6 +76,21 @@ func (cr *connReader) prefill() {
 	}
 }
 
+// poll reads what a TCP socket holds without waiting, and reports whether
+// a Read would return at once (bytes or an error).
+func (cr *connReader) poll() bool {
+	if cr.r != cr.w || cr.pending != nil {
+		return true
+	}
+	cr.r, cr.w = 0, 0
+	err := cr.readRaw(false)
+	if err == errWouldBlock {
+		return false
+	}
+	cr.pending = err
+	return true
+}
+
 // Buffered is how many bytes a Read returns without reading the connection.
 func (cr *connReader) Buffered() int { return cr.w - cr.r }
 
@@ -111,6 +126,16 @@ func (cr *connReader) fill() error {
 		}
 		return err
 	}
+	return cr.readRaw(true)
+}
+
+// errWouldBlock: the socket had nothing to read and the caller would not wait.
+var errWouldBlock = errors.New("h2: nothing to read yet")
+
+// readRaw reads the TCP socket after what is buffered, in the runtime
+// poller's callback; without wait it returns errWouldBlock at once if the
+// socket is empty.
+func (cr *connReader) readRaw(wait bool) error {
 	var n int
 	var rerr error
 	err := cr.rc.Read(func(fd uintptr) bool {
@@ -125,10 +150,13 @@ func (cr *connReader) fill() error {
 			if cr.w == 0 {
 				cr.release() // nothing buffered: wait without a buffer
 			}
-			return false
+			return !wait
 		}
 		return true
 	})
+	if err == nil && rerr == syscall.EAGAIN { // only without wait
+		return errWouldBlock
+	}
 	if (err != nil || rerr != nil || n == 0) && cr.w == 0 {
 		cr.release() // the end, or an error: no bytes to keep
 	}

@@ -1,7 +1,10 @@
 package h2
 
 import (
+	"context"
+	"io"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,30 +19,8 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 	ts := startServer(t, testHandler(), Config{}, false)
 	const n = 50
 	before := runtime.NumGoroutine()
-	rcs := make([]*rawClient, n)
-	for i := range rcs {
-		rcs[i] = dialRaw(t, ts.addr)
-		// The server's SETTINGS, then its ACK of ours: the writer has run.
-		acked := false
-		rcs[i].readUntil(5*time.Second, func(f http2.Frame) bool {
-			if sf, ok := f.(*http2.SettingsFrame); ok {
-				if !sf.IsAck() {
-					rcs[i].fr.WriteSettingsAck()
-				}
-				acked = acked || sf.IsAck()
-			}
-			return acked
-		})
-		if !acked {
-			t.Fatal("no SETTINGS ACK from the server")
-		}
-	}
-	ts.srv.mu.Lock()
-	conns := make([]*Conn, 0, len(ts.srv.conns))
-	for c := range ts.srv.conns {
-		conns = append(conns, c)
-	}
-	ts.srv.mu.Unlock()
+	rcs := idleClients(t, ts.addr, n)
+	conns := serverConns(ts)
 	if len(conns) != n {
 		t.Fatalf("%d server connections, want %d", len(conns), n)
 	}
@@ -61,16 +42,131 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 	if d := runtime.NumGoroutine() - before; d > n+n/5 {
 		t.Errorf("%d more goroutines for %d idle connections, want about one each", d, n)
 	}
-	rc := rcs[n/2]
-	rc.request(1, "/gen/60000", true)
+	getGen(t, rcs[n/2], 1, 60000)
+}
+
+// idleClients opens n connections past the handshake: the server's
+// SETTINGS, then its ACK of ours (its writer has run).
+func idleClients(t *testing.T, addr string, n int) []*rawClient {
+	t.Helper()
+	rcs := make([]*rawClient, n)
+	for i := range rcs {
+		rcs[i] = dialRaw(t, addr)
+		acked := false
+		rcs[i].readUntil(5*time.Second, func(f http2.Frame) bool {
+			if sf, ok := f.(*http2.SettingsFrame); ok {
+				if !sf.IsAck() {
+					rcs[i].fr.WriteSettingsAck()
+				}
+				acked = acked || sf.IsAck()
+			}
+			return acked
+		})
+		if !acked {
+			t.Fatal("no SETTINGS ACK from the server")
+		}
+	}
+	return rcs
+}
+
+func serverConns(ts *testServer) []*Conn {
+	ts.srv.mu.Lock()
+	defer ts.srv.mu.Unlock()
+	conns := make([]*Conn, 0, len(ts.srv.conns))
+	for c := range ts.srv.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// getGen asks for /gen/size on stream id and checks the body's length.
+func getGen(t *testing.T, rc *rawClient, id uint32, size int) {
+	t.Helper()
+	rc.request(id, "/gen/"+strconv.Itoa(size), true)
 	var got int
 	if rc.readUntil(5*time.Second, func(f http2.Frame) bool {
-		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == id {
 			got += len(d.Data())
 			return d.StreamEnded()
 		}
 		return false
-	}) == nil || got != 60000 {
-		t.Fatalf("the request on a connection that was idle got %d of 60000 bytes", got)
+	}) == nil || got != size {
+		t.Fatalf("the request on a connection that was idle got %d of %d bytes", got, size)
 	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("after 5 s: %s", what)
+		}
+	}
+}
+
+// parkedCount is how many of conns are parked, having given up their
+// read Framer (and its buffer).
+func parkedCount(conns []*Conn) int {
+	n := 0
+	for _, c := range conns {
+		c.mu.Lock()
+		if c.parkedNow && c.rfr == nil {
+			n++
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// TestIdleConnParks: quiet h2c connections served detached hold no
+// goroutine (their sockets wait in the parker's epoll set); a request on
+// one is answered in full, and it parks again after; a client's close ends
+// a parked connection on the server, and Shutdown ends the rest.
+func TestIdleConnParks(t *testing.T) {
+	ts := startServer(t, testHandler(), Config{}, false)
+	const n = 50
+	before := runtime.NumGoroutine()
+	rcs := idleClients(t, ts.addr, n)
+	conns := serverConns(ts)
+	waitFor(t, "every idle connection parked", func() bool { return parkedCount(conns) == n })
+	if d := runtime.NumGoroutine() - before; d > n/5 {
+		t.Errorf("%d more goroutines for %d parked connections, want none", d, n)
+	}
+	for id := uint32(1); id <= 5; id += 2 {
+		getGen(t, rcs[n/2], id, 20000) // three of them within the connection window
+		waitFor(t, "the connection parked again after its request", func() bool { return parkedCount(conns) == n })
+	}
+	rcs[0].nc.Close()
+	waitFor(t, "a parked connection the client closed ended", func() bool { return len(serverConns(ts)) == n-1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- ts.srv.Shutdown(ctx) }()
+	for _, rc := range rcs[1:] {
+		if f := rc.readUntil(5*time.Second, func(f http2.Frame) bool { _, ok := f.(*http2.GoAwayFrame); return ok }); f == nil {
+			t.Fatal("a parked connection got no GOAWAY from Shutdown")
+		}
+		rc.nc.Close()
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown with %d parked connections: %v", n-1, err)
+	}
+}
+
+// TestParkedConnIdleTimeout: the idle timeout still ends a parked
+// connection (GOAWAY, then the server closes).
+func TestParkedConnIdleTimeout(t *testing.T) {
+	ts := startServer(t, testHandler(), Config{IdleTimeout: 300 * time.Millisecond}, false)
+	rc := idleClients(t, ts.addr, 1)[0]
+	conns := serverConns(ts)
+	waitFor(t, "the idle connection parked", func() bool { return parkedCount(conns) == 1 })
+	if f := rc.readUntil(5*time.Second, func(f http2.Frame) bool { _, ok := f.(*http2.GoAwayFrame); return ok }); f == nil {
+		t.Fatal("no GOAWAY after the idle timeout")
+	}
+	rc.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, rc.nc); err != nil {
+		t.Fatalf("the server did not close the connection: %v", err)
+	}
+	waitFor(t, "the server forgot the connection", func() bool { return len(serverConns(ts)) == 0 })
 }

@@ -33,11 +33,32 @@ func (c *Conn) readLoop() {
 	if c.srv == nil && c.answeredHTTP1() {
 		return
 	}
+	c.readFrames()
+}
+
+// runReader runs a server connection's read loop, then its end, unless
+// the loop parks: the parker runs it again when the socket is readable.
+func (c *Conn) runReader() {
+	if c.readFrames() {
+		c.ended()
+	}
+}
+
+// readFrames is the read loop; it reports false if it parked (park.go)
+// rather than ended.
+func (c *Conn) readFrames() bool {
 	for {
+		parked, waiting := c.park()
+		if parked {
+			return false
+		}
 		// Wait for input here, where the stack is shallow: an idle
 		// connection's goroutine then keeps a small stack. An error comes
 		// back to ReadFrame's read, which reports it.
 		c.br.prefill()
+		if waiting && c.unwait() {
+			continue // nudged: now quiet
+		}
 		c.nextType = frameTypeUnknown
 		if c.br.Buffered() >= frameHeaderLen { // no read: the header is here
 			if h, err := c.br.Peek(frameHeaderLen); err == nil {
@@ -87,6 +108,7 @@ func (c *Conn) readLoop() {
 	io.Copy(io.Discard, c.br)
 	c.br.release()
 	c.close(io.EOF)
+	return true
 }
 
 // frameTypeUnknown marks a frame whose header was not buffered when the

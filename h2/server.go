@@ -61,6 +61,20 @@ var (
 // ServeConn serves one connection that is already past TLS/ALPN, or is h2c.
 // It blocks until the connection ends. up is nil unless h2c Upgrade.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error {
+	var err error
+	s.serveConn(ctx, nc, up, false, func(e error) { err = e })
+	return err
+}
+
+// ServeConnDetached serves a connection as ServeConn does, but returns once
+// the connection is quiet (no stream, nothing to read or write) and ended
+// is called, once, with ServeConn's error when it ends. While quiet, a
+// plain TCP connection holds no goroutine (park.go); others keep theirs.
+func (s *Server) ServeConnDetached(ctx context.Context, nc net.Conn, up *Upgrade, ended func(error)) {
+	s.serveConn(ctx, nc, up, true, ended)
+}
+
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, up *Upgrade, detached bool, ended func(error)) {
 	c := newConn(nc, s.Config, false, ctx)
 	c.srv = s
 	if !c.cfg.KernelSendQueue {
@@ -70,7 +84,8 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 	if s.shutdown {
 		s.mu.Unlock()
 		nc.Close()
-		return ErrServerClosed
+		ended(ErrServerClosed)
+		return
 	}
 	if s.conns == nil {
 		s.conns = make(map[*Conn]struct{})
@@ -80,7 +95,8 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 
 	if err := c.readPreface(); err != nil {
 		c.close(err)
-		return err
+		ended(err)
+		return
 	}
 	c.initialSettings()
 	if c.cfg.IdleTimeout > 0 {
@@ -89,23 +105,27 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 	if up != nil {
 		if err := c.startUpgrade(up); err != nil {
 			c.close(err)
-			return err
+			ended(err)
+			return
 		}
 	}
 	if c.cfg.PingInterval > 0 {
 		go c.pingLoop()
 	}
 	stop := context.AfterFunc(ctx, c.GoAway)
-	defer stop()
-	c.readLoop()
-	c.writers.Wait()
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		return nil
+	c.ended = func() {
+		stop()
+		c.writers.Wait()
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+		ended(err)
 	}
-	return err
+	c.detached = detached
+	c.runReader()
 }
 
 func (c *Conn) readPreface() error {
@@ -362,6 +382,7 @@ func (c *Conn) runHandler(st *stream, req *http.Request) {
 		}
 		c.mu.Lock()
 		c.handlers--
+		c.nudgeLocked()
 		c.mu.Unlock()
 		st.cancel()
 		if b, ok := req.Body.(*streamBody); ok {

@@ -85,6 +85,7 @@ func (c *Conn) writeLoop() {
 			if !c.keepWriter && c.activePeer+c.activeOurs == 0 {
 				// Idle: no goroutine nor buffers until there is output.
 				c.writerRunning = false
+				c.nudgeLocked()
 				c.putWriteBuffersLocked()
 				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
 				c.sched.Reset()

@@ -333,19 +333,37 @@ func (s *Server) toHTTP1(c, hc net.Conn) {
 }
 
 // serveH2 runs the h2 engine on hc (c, possibly wrapped) until the connection
-// ends. c is tracked as active so that a hard stop can close it.
+// ends, c tracked as active so that a hard stop can close it. Without an
+// upgrade it returns as soon as the connection is quiet
+// (h2.Server.ServeConnDetached: an idle h2c connection then holds no
+// goroutine), and the connection holds a count of s.wg of its own until it
+// ends. An upgrade's context is its HTTP/1.1 request's, which ends when
+// the handler returns, so it is served to its end here.
 func (s *Server) serveH2(ctx context.Context, c, hc net.Conn, up *h2.Upgrade) {
 	untrack(s, s.pending, c)
 	if !track(s, s.active, c) {
 		c.Close()
 		return
 	}
-	defer untrack(s, s.active, c)
 	s.h2Used.Store(true)
-	if err := s.H2.ServeConn(ctx, hc, up); err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
-		s.logf("server: HTTP/2 connection from %s: %v", c.RemoteAddr(), err)
+	ended := func(err error) {
+		if err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+			s.logf("server: HTTP/2 connection from %s: %v", c.RemoteAddr(), err)
+		}
+		hc.Close()
+		untrack(s, s.active, c)
 	}
-	hc.Close()
+	if up != nil {
+		ended(s.H2.ServeConn(ctx, hc, up))
+		return
+	}
+	// The caller's count of s.wg is still held, so this Add cannot race
+	// Shutdown's Wait.
+	s.wg.Add(1)
+	s.H2.ServeConnDetached(ctx, hc, nil, func(err error) {
+		ended(err)
+		s.wg.Done()
+	})
 }
 
 // serveHTTP1 is net/http's handler: it switches h2c upgrades to the engine
