@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -113,4 +114,24 @@ func ParseStatCPU(stat []byte) (utime, stime int64, err error) {
 		return 0, 0, fmt.Errorf("stime %q: not a tick count", f[12])
 	}
 	return utime, stime, nil
+}
+
+// RaiseFileLimit raises this process's limit of open files to at least n
+// (the hard limit too, which root may), for a benchmark that holds many
+// connections here and in the servers it starts: after an explicit
+// Setrlimit, Go's os/exec no longer restores for children the limit it
+// found at start, so they inherit this one.
+func RaiseFileLimit(n uint64) error {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return err
+	}
+	if l.Cur >= n {
+		return nil
+	}
+	l.Cur, l.Max = n, max(l.Max, n)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return fmt.Errorf("open files: need %d, the limit is lower and could not be raised: %w (ulimit -n)", n, err)
+	}
+	return nil
 }

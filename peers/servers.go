@@ -34,6 +34,7 @@ func nginxArgs(bin string, p *Peer, o *Options, host, port string) ([]string, er
 %sdaemon off;
 master_process on;
 worker_processes %d;
+worker_rlimit_nofile %d;
 pid %s;
 error_log stderr warn;
 events { worker_connections %d; }
@@ -55,7 +56,7 @@ http {
         root %s;
     }
 }
-`, user, o.Workers, filepath.Join(d, "nginx.pid"), cmp.Or(o.MaxConnections, 4096),
+`, user, o.Workers, 2*cmp.Or(o.MaxConnections, 4096)+100, filepath.Join(d, "nginx.pid"), cmp.Or(o.MaxConnections, 4096),
 		filepath.Join(d, "client_body"), filepath.Join(d, "proxy"), filepath.Join(d, "fastcgi"),
 		filepath.Join(d, "uwsgi"), filepath.Join(d, "scgi"), listen, o.Root)
 	confFile := filepath.Join(d, "nginx.conf")

@@ -35,6 +35,9 @@ type Config struct {
 	Workers     int              `param:"workers" help:"server workers: nginx worker_processes, h2o num-threads, shunt GOMAXPROCS"`
 	Volume      experiment.Bytes `param:"volume" help:"response bytes per run: h2load -n is volume / object size, within [clients x streams, max_requests]"`
 	MaxRequests int              `param:"max_requests" help:"upper bound of h2load -n"`
+	// Binary runs another build of shunt as the server, to compare builds
+	// in one sweep.
+	Binary string `param:"binary" help:"shunt binary to serve with (default: this program)"`
 }
 
 // DefaultConfig is h2load -c 10 -m 10 against shunt with a worker per CPU,
@@ -54,6 +57,9 @@ func (c Config) Validate() error {
 		if n.v < 1 {
 			return experiment.Errorf("params."+n.key, strconv.Itoa(n.v), "want at least 1")
 		}
+	}
+	if c.Binary != "" && c.Server != peers.Shunt {
+		return experiment.Errorf("params.binary", c.Binary, "only with server shunt")
 	}
 	if c.Volume < 1 {
 		return experiment.Errorf("params.volume", strconv.FormatInt(int64(c.Volume), 10), "want at least 1 byte")
@@ -90,25 +96,16 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		return nil, err
 	}
 	o := peers.Options{Root: root, Addr: origin.Addr(env.Net, env.Port), TLS: c.TLS, Workers: c.Workers, Prefix: origin.Prefix(env.Net.Servers()[0])}
-	if c.Server == peers.Shunt {
-		bin, err := origin.ShuntBinary(ctx)
-		if err != nil {
-			return nil, err
-		}
-		o.Binary = bin
+	bin, ver, err := origin.ServerBinary(ctx, c.Server, c.Binary)
+	if err != nil {
+		return nil, err
 	}
+	o.Binary = bin
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	p, err := peers.Start(sctx, c.Server, o)
 	cancel()
 	if err != nil {
 		return nil, err
-	}
-	ver, err := peers.Version(c.Server)
-	if c.Server == peers.Shunt {
-		ver, err = "shunt serve ("+runtime.Version()+")", nil
-	}
-	if err != nil {
-		ver = c.Server
 	}
 	h2ver, _ := peers.Version("h2load")
 	return &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), dir: env.Dir, info: map[string]string{

@@ -37,9 +37,9 @@ type Config struct {
 	Binary string `param:"binary" help:"shunt binary to serve with (default: this program)"`
 }
 
-// DefaultConfig: 5,000 connections to shunt serve, a worker per CPU.
+// DefaultConfig: 10,000 connections to shunt serve, a worker per CPU.
 func DefaultConfig() Config {
-	return Config{Server: peers.Shunt, Conns: 5000, Workers: runtime.NumCPU(), Settle: 2 * time.Second}
+	return Config{Server: peers.Shunt, Conns: 10000, Workers: runtime.NumCPU(), Settle: 2 * time.Second}
 }
 
 // maxConns bounds Conns: each is a descriptor here and in the server.
@@ -81,24 +81,18 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
+	// A descriptor per connection here, and one in the server, which
+	// inherits this limit.
+	if err := peers.RaiseFileLimit(uint64(c.Conns + 1000)); err != nil {
+		return nil, err
+	}
 	o := peers.Options{Root: root, Addr: origin.Addr(env.Net, env.Port), Workers: c.Workers,
 		Prefix: origin.Prefix(env.Net.Servers()[0]), MaxConnections: c.Conns + 100}
-	ver := c.Server
-	if c.Server == peers.Shunt {
-		bin, err := c.Binary, error(nil)
-		if bin == "" {
-			bin, err = origin.ShuntBinary(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		o.Binary, ver = bin, "shunt serve ("+runtime.Version()+")"
-		if c.Binary != "" {
-			ver = "shunt serve (" + c.Binary + ")"
-		}
-	} else if v, err := peers.Version(c.Server); err == nil {
-		ver = v
+	bin, ver, err := origin.ServerBinary(ctx, c.Server, c.Binary)
+	if err != nil {
+		return nil, err
 	}
+	o.Binary = bin
 	return &Session{cfg: c, opts: o, client: env.Net.Client(), info: map[string]string{
 		"server": ver, "workers": strconv.Itoa(c.Workers), "max_connections": strconv.Itoa(o.MaxConnections)}}, nil
 }

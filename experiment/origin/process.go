@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/peers"
 )
 
 // Prefix is the argv prefix that runs a command in h's namespace (empty on
@@ -42,4 +44,24 @@ func ShuntBinary(ctx context.Context) (string, error) {
 		}
 	})
 	return built, buildErr
+}
+
+// ServerBinary is the binary to start as server (empty: the one peers
+// finds on PATH) and the version to report: binary, or this program for
+// shunt when binary is empty. A binary other than shunt's is an error.
+func ServerBinary(ctx context.Context, server, binary string) (bin, version string, err error) {
+	if server != peers.Shunt {
+		if binary != "" {
+			return "", "", experiment.Errorf("params.binary", binary, "only with server shunt")
+		}
+		if version, err = peers.Version(server); err != nil {
+			version = server
+		}
+		return "", version, nil
+	}
+	if binary != "" {
+		return binary, "shunt serve (" + binary + ")", nil
+	}
+	bin, err = ShuntBinary(ctx)
+	return bin, "shunt serve (" + runtime.Version() + ")", err
 }
