@@ -196,6 +196,77 @@ func TestServerRestartedWithChangedFile(t *testing.T) {
 	}
 }
 
+// TestOneServerRestarted: a multi-homed download from two servers, one
+// killed a quarter in and back 1 s later. Its path's ranges go to the
+// other at once; the path is redialed, re-admitted, and delivers again
+// before the end. Every byte is checked.
+func TestOneServerRestarted(t *testing.T) {
+	const size = 16 << 20
+	var srvs [2]*restartable
+	port := "0"
+	for i, ip := range []string{"127.0.0.1", "127.0.0.2"} {
+		hd, err := content.NewHandler(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hd.Close()
+		srvs[i] = &restartable{t: t, addr: net.JoinHostPort(ip, port), h: hd}
+		srvs[i].start()
+		defer func() { srvs[i].kill() }()
+		_, port, _ = net.SplitHostPort(srvs[i].addr)
+	}
+	var paths []Path
+	for i, s := range srvs {
+		p := loopPath(fmt.Sprintf("server%d", i), 4e6, 0)
+		host, _, _ := net.SplitHostPort(s.addr)
+		p.Map = map[string]string{"srv.test": host}
+		paths = append(paths, p)
+	}
+	c := &Client{Paths: paths, StallTimeout: 10 * time.Second}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	// Path 1's delivered count when its server came back, and its last.
+	var afterBack, last1 int64
+	o := Options{Size: size, Progress: func(p int, delivered int64) {
+		if p != 1 {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		last1 = delivered
+	}}
+	tally := faults.New(t)
+	f := newMemFile(size)
+	got := downloadBehind(ctx, c, "http://srv.test:"+port+fmt.Sprintf("/gen/%d", size), f, o)
+	time.Sleep(500 * time.Millisecond)
+	tally.Interrupted()
+	srvs[1].kill()
+	time.Sleep(time.Second)
+	srvs[1].start()
+	mu.Lock()
+	afterBack = last1
+	mu.Unlock()
+	r := <-got
+	if r.err != nil {
+		f.checkWritten(t)
+		tally.Count(faults.Failed)
+		t.Fatalf("failed: %v", r.err)
+	}
+	if o, n, err := tally.Read(f.reader(), faults.Gen(size, 0)); o != faults.Verified {
+		t.Fatalf("%v after %d bytes: %v", o, n, err)
+	}
+	p1 := r.res.Paths[1]
+	mu.Lock()
+	defer mu.Unlock()
+	if p1.Redials != 1 || last1 <= afterBack {
+		t.Fatalf("server1's path: %d redials, delivered %d bytes when its server came back and %d in all; want it redialed and delivering again (paths %+v)",
+			p1.Redials, afterBack, last1, r.res.Paths)
+	}
+	t.Logf("server1's path delivered %d bytes before its server came back, %d after; paths %+v", afterBack, last1-afterBack, r.res.Paths)
+}
+
 // TestMirrorsOutOfStep: a multi-homed download from two servers whose
 // copies of the object differ (one restarted with a new file, or mirrors
 // out of step): every range must come from one version. Before, ranges of
