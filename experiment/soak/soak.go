@@ -115,12 +115,9 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	if err := os.WriteFile(filepath.Join(root, "100k.bin"), b, 0o644); err != nil {
 		return nil, err
 	}
-	bin := c.Binary
-	if bin == "" {
-		var err error
-		if bin, err = origin.ShuntBinary(ctx); err != nil {
-			return nil, err
-		}
+	bin, ver, err := origin.ServerBinary(ctx, peers.Shunt, c.Binary)
+	if err != nil {
+		return nil, err
 	}
 	addr := origin.Addr(env.Net, env.Port)
 	host, _, err := net.SplitHostPort(addr)
@@ -139,7 +136,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		Prefix: origin.Prefix(env.Net.Servers()[0]), MaxConnections: c.Idle + 1000}
 	h2ver, _ := peers.Version("h2load")
 	return &Session{cfg: c, moves: moves, opts: o, debug: debug, client: env.Net.Client(), log: env.Log, info: map[string]string{
-		"server": "shunt serve (" + runtime.Version() + ")", "client": h2ver, "workers": strconv.Itoa(c.Workers),
+		"server": ver, "client": h2ver, "workers": strconv.Itoa(c.Workers),
 		"smig": c.SMig, "idle": strconv.Itoa(c.Idle)}}, nil
 }
 
