@@ -64,7 +64,7 @@ type Conn struct {
 	ctrl        []wframe  // queued control and HEADERS frames, in order
 	spare       []wframe
 	sched       prio.Scheduler
-	streams     map[uint32]*stream
+	streams     map[uint32]*stream // made with the first stream
 	sendWin     flow.Send
 	recvWin     flow.Recv
 	connBlocked bool // data waits for a connection WINDOW_UPDATE
@@ -147,7 +147,6 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 		ctx:        ctx,
 		cancel:     cancel,
 		br:         newConnReader(nc),
-		streams:    make(map[uint32]*stream),
 		sendWin:    flow.NewSend(initialWindowRFC),
 		recvWin:    flow.NewRecv(initialWindowRFC),
 		ourInitial: initialWindowRFC,
@@ -178,12 +177,6 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	}
 	c.rsrc = &readErrs{r: src}
 	c.newReadFramer()
-	c.hdec = hpack.NewDecoder(4096, c.onField)
-	// A field over MaxHeaderListSize must still decode (the HPACK state
-	// goes on), so that the request gets 431 and the connection lives: a
-	// string is bounded by what the block may hold (headerFragment's bound),
-	// decoded (Huffman codes are at least 5 bits a byte, so 8/5 of that).
-	c.hdec.SetMaxStringLength((2*int(cfg.MaxHeaderListSize) + int(cfg.MaxReadFrameSize)) * 8 / 5)
 
 	if client {
 		c.keepWriter = true
@@ -194,6 +187,17 @@ func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn
 	}
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
+}
+
+// newDecoder makes the HPACK decoder, with the first header block: a
+// connection that never gets one (an idle one) does without.
+func (c *Conn) newDecoder() {
+	c.hdec = hpack.NewDecoder(4096, c.onField)
+	// A field over MaxHeaderListSize must still decode (the HPACK state
+	// goes on), so that the request gets 431 and the connection lives: a
+	// string is bounded by what the block may hold (headerFragment's bound),
+	// decoded (Huffman codes are at least 5 bits a byte, so 8/5 of that).
+	c.hdec.SetMaxStringLength((2*int(c.cfg.MaxHeaderListSize) + int(c.cfg.MaxReadFrameSize)) * 8 / 5)
 }
 
 // newReadFramer makes the read side's Framer: at the start, and when a

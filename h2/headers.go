@@ -63,6 +63,9 @@ func (c *Conn) headerFragment(frag []byte, ended bool) error {
 	if err := hb.scan.scan(frag); err != nil {
 		return connError{http2.ErrCodeCompression, fmt.Sprintf("HPACK on stream %d: %v", hb.id, err)}
 	}
+	if c.hdec == nil {
+		c.newDecoder()
+	}
 	if _, err := c.hdec.Write(frag); err != nil {
 		return connError{http2.ErrCodeCompression, fmt.Sprintf("HPACK on stream %d: %v", hb.id, err)}
 	}

@@ -117,6 +117,9 @@ func (c *Conn) newStream(id uint32, ours bool) *stream {
 	}
 	st.sendCond.L = &c.mu
 	st.recvCond.L = &c.mu
+	if c.streams == nil {
+		c.streams = make(map[uint32]*stream)
+	}
 	c.streams[id] = st
 	if ours {
 		c.activeOurs++
