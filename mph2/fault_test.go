@@ -94,9 +94,13 @@ func TestServerKilledMidDownload(t *testing.T) {
 			if o, n, err := tally.Read(f.reader(), faults.Gen(size, 0)); o != faults.Verified || r.res.Size != size {
 				t.Fatalf("%v after %d bytes (%d written): %v", o, n, r.res.Size, err)
 			}
+			counts := Counts(r.res)
 			for _, p := range r.res.Paths {
 				if p.Redials < 1 || p.Delivered == 0 && len(paths) == 1 {
 					t.Errorf("path %s: %d redials, %d bytes delivered; want it redialed", p.Name, p.Redials, p.Delivered)
+				}
+				if n := counts["redials_"+p.Name]; n != float64(p.Redials) {
+					t.Errorf("record count redials_%s = %v, want %d", p.Name, n, p.Redials)
 				}
 			}
 			t.Logf("completed across the restart: paths %+v", r.res.Paths)
