@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/shunt-net/shunt/hints"
@@ -99,44 +100,39 @@ func TestSteerWaitsForPath(t *testing.T) {
 
 // TestSteerProvisional: while the client has one connection a response's
 // placement is provisional; once the second binds, the same response is
-// placed again and its bytes move with it.
+// placed again and its bytes move with it; a connection's bytes are
+// forgotten when it ends.
 func TestSteerProvisional(t *testing.T) {
-	s := steerer(t, "urgent-fast")
-	var err error
-	if s.Policy, err = hints.Parse("test", "* -> path=finish"); err != nil {
-		t.Fatal(err)
-	}
-	exp, cheap := newFakeConn("10.0.2.1:4000", 20*time.Millisecond), newFakeConn("10.0.1.1:4001", 80*time.Millisecond)
-	r, h := response("image/png", 2, 50000)
-	for range 2 { // asked on two writes
-		if got := s.steer(r, h, []steerConn{exp}); got != 0 {
-			t.Fatalf("one connection: %d", got)
+	synctest.Test(t, func(t *testing.T) {
+		s := steerer(t, "urgent-fast")
+		var err error
+		if s.Policy, err = hints.Parse("test", "* -> path=finish"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if s.sent[exp] != 50000 {
-		t.Fatalf("provisional bytes on exp: %d, want 50000 once", s.sent[exp])
-	}
-	exp.t.queued = 1 << 20
-	if got := s.steer(r, h, []steerConn{exp, cheap}); got != 1 {
-		t.Fatalf("two connections: %d, want 1 (cheap)", got)
-	}
-	if s.sent[exp] != 0 || s.sent[cheap] != 50000 {
-		t.Fatalf("bytes after the move: exp %d cheap %d", s.sent[exp], s.sent[cheap])
-	}
-	close(exp.done)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		_, left := s.sent[exp]
-		s.mu.Unlock()
-		if !left {
-			break
+		exp, cheap := newFakeConn("10.0.2.1:4000", 20*time.Millisecond), newFakeConn("10.0.1.1:4001", 80*time.Millisecond)
+		r, h := response("image/png", 2, 50000)
+		for range 2 { // asked on two writes
+			if got := s.steer(r, h, []steerConn{exp}); got != 0 {
+				t.Fatalf("one connection: %d", got)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a closed connection's bytes were not forgotten")
+		if s.sent[exp] != 50000 {
+			t.Fatalf("provisional bytes on exp: %d, want 50000 once", s.sent[exp])
 		}
-		time.Sleep(time.Millisecond)
-	}
+		exp.t.queued = 1 << 20
+		if got := s.steer(r, h, []steerConn{exp, cheap}); got != 1 {
+			t.Fatalf("two connections: %d, want 1 (cheap)", got)
+		}
+		if s.sent[exp] != 0 || s.sent[cheap] != 50000 {
+			t.Fatalf("bytes after the move: exp %d cheap %d", s.sent[exp], s.sent[cheap])
+		}
+		close(exp.done)
+		close(cheap.done)
+		synctest.Wait()
+		if len(s.sent) != 0 {
+			t.Fatalf("closed connections' bytes kept: %v", s.sent)
+		}
+	})
 }
 
 // TestSteerShareBudget: urgent-fast-share sends the bulk where it finishes
