@@ -120,8 +120,10 @@ func UrgencyOf(c Class) int {
 
 // FromHeaders classifies a browser's request by its Sec-Fetch-Dest header,
 // else by Accept, and reads the urgency from its Priority header. A script
-// is parser-blocking when its urgency is 0 or 1 (Chromium lowers async
-// scripts); the size is unknown.
+// is parser-blocking when its urgency is 2 or less: Chromium 156 asks for
+// parser-blocking scripts at u=1, or u=2 once the parser has passed an
+// image, and for async, deferred and script-inserted ones with no Priority
+// (u=3). The size is unknown.
 func FromHeaders(h http.Header) Hint {
 	return withPriority(classOfRequest(h), h.Get("Priority"), -1)
 }
@@ -145,11 +147,11 @@ func FromResponse(req, resp http.Header) Hint {
 }
 
 // withPriority completes a class into a hint: a script whose Priority
-// urgency is above 1 is an async one, and without a Priority the urgency is
-// the class's.
+// urgency is above 2 is an async one (FromHeaders), and without a Priority
+// the urgency is the class's.
 func withPriority(c Class, priority string, size int64) Hint {
 	u := parseUrgency(priority)
-	if c == Script && u > 1 {
+	if c == Script && u > 2 {
 		c = AsyncScript
 	}
 	if u < 0 {

@@ -55,6 +55,8 @@ func TestFromHeaders(t *testing.T) {
 		{map[string]string{"Sec-Fetch-Dest": "document", "Priority": "u=0, i"}, Hint{Document, -1, 0}},
 		{map[string]string{"Sec-Fetch-Dest": "style"}, Hint{Style, -1, 0}},
 		{map[string]string{"Sec-Fetch-Dest": "script", "Priority": "u=1"}, Hint{Script, -1, 1}},
+		// Chromium's parser-blocking script after an image.
+		{map[string]string{"Sec-Fetch-Dest": "script", "Priority": "u=2"}, Hint{Script, -1, 2}},
 		{map[string]string{"Sec-Fetch-Dest": "script", "Priority": "i, u=3"}, Hint{AsyncScript, -1, 3}},
 		{map[string]string{"Sec-Fetch-Dest": "image", "Priority": "u=9"}, Hint{Image, -1, 2}},
 		{map[string]string{"Sec-Fetch-Dest": "video"}, Hint{Media, -1, 3}},
