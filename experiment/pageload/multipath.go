@@ -152,6 +152,9 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 		received[p.Name] = p.Received
 		counts["used_"+p.Name] = float64(p.Used)
 		counts["requests_"+p.Name] = float64(p.Requests)
+		// The receiver's view of the path's loss, to tell loss recovery
+		// from other delays when a row is slow.
+		counts["ooo_pct_"+p.Name] = 100 * p.Loss
 	}
 	if total := pathShares(s.cfg.expensive(), received, metrics, counts); res.Bytes > 0 {
 		// DATA payload is body bytes: anything beyond the page is waste.

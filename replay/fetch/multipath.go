@@ -66,6 +66,9 @@ type PathStats struct {
 	Requests int
 	Used     int64 // body bytes of this path in the objects
 	Received int64 // DATA the path's connection received, waste included
+	// Loss is the receiver's out-of-order share of the path's segments
+	// (TCP_INFO), as the hinted policy last read it; 0 for MP-H2 rows.
+	Loss float64
 }
 
 // NewMultipath prepares one page load of cfg.Page.
@@ -186,7 +189,7 @@ func (m *Multipath) Stats() MultipathStats {
 		hs := m.h.Stats()
 		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Wasted
 		for i, p := range hs.Paths {
-			s.Paths[i].Requests, s.Paths[i].Used = p.Requests, p.Used
+			s.Paths[i].Requests, s.Paths[i].Used, s.Paths[i].Loss = p.Requests, p.Used, p.Loss
 		}
 	}
 	for i, n := range c.Received() {
