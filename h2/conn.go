@@ -107,6 +107,8 @@ type Conn struct {
 	writerRunning bool
 	keepWriter    bool
 	writers       sync.WaitGroup
+	idleSince     time.Time   // when the writer found nothing to do and no stream
+	graceTimer    *time.Timer // wakes the writer when writerGrace has passed
 	// Owned by the running writer.
 	kit       *writeKit
 	sendq     *sendQueue // nil: the kernel's send queue as it is
@@ -315,6 +317,9 @@ func (c *Conn) close(err error) {
 	c.pings = nil
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
+	}
+	if c.graceTimer != nil {
+		c.graceTimer.Stop()
 	}
 	c.wcond.Broadcast()
 	c.slotWait.Broadcast()

@@ -170,3 +170,28 @@ func TestParkedConnIdleTimeout(t *testing.T) {
 	}
 	waitFor(t, "the server forgot the connection", func() bool { return len(serverConns(ts)) == 0 })
 }
+
+// TestWriterOutlivesBurst: the writer stays, with its buffers, for
+// writerGrace after the connection's last stream closes, so a client that
+// opens the next stream at once does not start a new writer per burst.
+func TestWriterOutlivesBurst(t *testing.T) {
+	writerGrace = time.Hour
+	t.Cleanup(func() { writerGrace = 10 * time.Millisecond })
+	ts := startServer(t, testHandler(), Config{}, false)
+	rc := dialRaw(t, ts.addr)
+	for id := uint32(1); id <= 5; id += 2 {
+		getGen(t, rc, id, 20000)
+		conns := serverConns(ts)
+		if len(conns) != 1 {
+			t.Fatalf("%d server connections, want 1", len(conns))
+		}
+		c := conns[0]
+		// END_STREAM was collected, so the stream is closed by now.
+		c.mu.Lock()
+		active, running, kit := c.activePeer, c.writerRunning, c.kit
+		c.mu.Unlock()
+		if active != 0 || !running || kit == nil {
+			t.Fatalf("after stream %d: %d open streams, writer running %v, write buffers %v; want 0, true, true", id, active, running, kit != nil)
+		}
+	}
+}

@@ -200,8 +200,12 @@ func (c *Conn) closeStreamLocked(st *stream, err error) {
 		st.stopWatch()
 	}
 	c.maybeFinishLocked()
-	if c.activePeer+c.activeOurs == 0 && c.idleTimer != nil && !c.closing {
-		c.idleTimer.Reset(c.cfg.IdleTimeout)
+	if c.activePeer+c.activeOurs == 0 {
+		// A waiting writer starts its idle spell (writerIdleLocked).
+		c.wcond.Signal()
+		if c.idleTimer != nil && !c.closing {
+			c.idleTimer.Reset(c.cfg.IdleTimeout)
+		}
 	}
 }
 

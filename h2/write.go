@@ -82,7 +82,7 @@ func (c *Conn) writeLoop() {
 				c.mu.Lock()
 				continue
 			}
-			if !c.keepWriter && c.activePeer+c.activeOurs == 0 {
+			if !c.keepWriter && c.writerIdleLocked() {
 				// Idle: no goroutine nor buffers until there is output.
 				c.writerRunning = false
 				c.nudgeLocked()
@@ -94,6 +94,7 @@ func (c *Conn) writeLoop() {
 			}
 			c.wcond.Wait()
 		}
+		c.idleSince = time.Time{}
 		budget := writeBatchBudget
 		if (c.sendq != nil || c.wantSendq) && c.dataReadyLocked() {
 			c.mu.Unlock()
@@ -151,6 +152,42 @@ func (c *Conn) writeLoop() {
 		}
 		dirty = true
 	}
+}
+
+// writerGrace is how long a server connection's writer outlives its last
+// stream. A client that keeps a connection busy (h2load, a page load) opens
+// the next stream within microseconds to a round trip; ending the writer in
+// between cost a goroutine start, its stack growth and a kit from the pool
+// per burst. An idle connection still holds no writer after the grace.
+var writerGrace = 10 * time.Millisecond
+
+// writerIdleLocked reports whether the writer, with no work, has had no
+// stream for writerGrace; the first call of an idle spell arms a timer that
+// wakes the writer when the grace ends.
+func (c *Conn) writerIdleLocked() bool {
+	if c.activePeer+c.activeOurs > 0 {
+		c.idleSince = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if c.idleSince.IsZero() {
+		c.idleSince = now
+		if c.graceTimer == nil {
+			c.graceTimer = time.AfterFunc(writerGrace, func() {
+				c.mu.Lock()
+				c.wcond.Broadcast()
+				c.mu.Unlock()
+			})
+		} else {
+			c.graceTimer.Reset(writerGrace)
+		}
+		return false
+	}
+	if now.Sub(c.idleSince) < writerGrace {
+		return false
+	}
+	c.idleSince = time.Time{}
+	return true
 }
 
 // writeKit is what a running writer writes with: the buffered writer, a
