@@ -104,7 +104,8 @@ func TestCachedFileMatchesServeContent(t *testing.T) {
 }
 
 // A file rewritten in place with the same size and modification time, or
-// replaced by a rename, is served anew at once.
+// replaced by a rename, is served anew once the last stat has expired
+// (statValid).
 func TestCachedFileChanges(t *testing.T) {
 	h, dir := cachedHandler(t)
 	mtime := time.Now().Add(-time.Hour)
@@ -122,16 +123,19 @@ func TestCachedFileChanges(t *testing.T) {
 		}
 		oldFile(t, dir, "f", []byte("version 2"), mtime)
 	}
+	time.Sleep(statValid)
 	expect(t, do(h, "GET", "/f"), 200, []byte("version 2"))
 
 	oldFile(t, dir, "g", []byte("version 3"), mtime)
 	if err := os.Rename(filepath.Join(dir, "g"), filepath.Join(dir, "f")); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(statValid)
 	expect(t, do(h, "GET", "/f"), 200, []byte("version 3"))
 	if err := os.Remove(filepath.Join(dir, "f")); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(statValid)
 	expect(t, do(h, "GET", "/f"), 404, nil)
 }
 
