@@ -10,8 +10,8 @@ import (
 // Per-request costs of the server, cut where the general path is not needed.
 
 // streamContext is a server stream's request context: cancelled with the
-// stream, and carrying the stream and the Conn as values. One allocation
-// stands in for two context.WithValue layers.
+// stream, and carrying the stream and the Conn as values. It stands in for
+// two context.WithValue layers, and is part of the stream's allocation.
 type streamContext struct {
 	context.Context // context.WithCancel(Conn.ctx)
 	c               *Conn
@@ -31,7 +31,8 @@ func (x *streamContext) Value(key any) any {
 // newStreamContext sets st's context and its cancel function.
 func (c *Conn) newStreamContext(st *stream) context.Context {
 	ctx, cancel := context.WithCancel(c.ctx)
-	st.ctx, st.cancel = &streamContext{Context: ctx, c: c, st: st}, cancel
+	st.sctx = streamContext{Context: ctx, c: c, st: st}
+	st.ctx, st.cancel = &st.sctx, cancel
 	return st.ctx
 }
 
@@ -48,26 +49,34 @@ func (c *Conn) remoteAddr() string {
 // one. Reuse matters for speed: a fresh goroutine's small stack is grown (and
 // copied) by nearly every handler, once per request.
 func (c *Conn) goHandler(st *stream, req *http.Request) {
-	f := func() { c.runHandler(st, req) }
+	job := handlerJob{c, st, req} // not a closure: that would be an allocation
 	idle := c.srv.idle()
 	select {
-	case idle <- f:
+	case idle <- job:
 	default:
-		go handlerWorker(f, idle)
+		go handlerWorker(job, idle)
 	}
+}
+
+// handlerJob is one request for a handler goroutine.
+type handlerJob struct {
+	c   *Conn
+	st  *stream
+	req *http.Request
 }
 
 // handlerIdleTimeout is how long a handler goroutine waits for more work.
 const handlerIdleTimeout = 2 * time.Second
 
-func handlerWorker(f func(), idle chan func()) {
+func handlerWorker(job handlerJob, idle chan handlerJob) {
 	t := time.NewTimer(handlerIdleTimeout)
 	defer t.Stop()
 	for {
-		f()
+		job.c.runHandler(job.st, job.req)
+		job = handlerJob{} // let the request go while this goroutine waits
 		t.Reset(handlerIdleTimeout)
 		select {
-		case f = <-idle:
+		case job = <-idle:
 		case <-t.C:
 			return
 		}

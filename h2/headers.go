@@ -266,6 +266,9 @@ func parseTrailerFields(fields []hpack.HeaderField) error {
 // fields as RFC 9113 8.2.3 requires.
 func fieldsToHeader(fields []hpack.HeaderField) http.Header {
 	h := make(http.Header, len(fields))
+	// The values share one array; each key's slice is capped, so that an
+	// append to it (a repeated name, or the handler's) copies.
+	vals := make([]string, 0, len(fields))
 	var cookies []string
 	for _, f := range fields {
 		if f.IsPseudo() {
@@ -276,7 +279,12 @@ func fieldsToHeader(fields []hpack.HeaderField) http.Header {
 			continue
 		}
 		k := canonicalKey(f.Name)
-		h[k] = append(h[k], f.Value)
+		if vv, ok := h[k]; ok {
+			h[k] = append(vv, f.Value)
+			continue
+		}
+		vals = append(vals, f.Value)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if len(cookies) > 0 {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}

@@ -30,6 +30,9 @@ type responseWriter struct {
 	written       int64
 	isHead        bool
 	trailerKeys   []string
+	// fieldBuf holds the HEADERS' fields of most responses: the writer
+	// encodes them from here, no allocation of their own.
+	fieldBuf [8]hpack.HeaderField
 }
 
 var (
@@ -220,8 +223,7 @@ func (w *responseWriter) FlushError() error {
 func (w *responseWriter) sendHeaders(end bool) error {
 	w.sentHeader = true
 	h := w.header
-	fields := make([]hpack.HeaderField, 0, 2+len(h))
-	fields = append(fields, hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
+	fields := append(w.fieldBuf[:0], hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
 	fields = appendHeaderFields(fields, h, isTrailerPrefixed)
 	c, st := w.c, w.st
 	c.mu.Lock()

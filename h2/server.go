@@ -36,14 +36,14 @@ type Server struct {
 	shutdown bool
 
 	idleOnce     sync.Once
-	idleHandlers chan func() // see goHandler
+	idleHandlers chan handlerJob // see goHandler
 }
 
 // idle hands work to the server's handler goroutines waiting for their
 // next request; unbuffered, so a send succeeds only when one is idle. One
 // per server (not per process), so a server's goroutines are its own.
-func (s *Server) idle() chan func() {
-	s.idleOnce.Do(func() { s.idleHandlers = make(chan func()) })
+func (s *Server) idle() chan handlerJob {
+	s.idleOnce.Do(func() { s.idleHandlers = make(chan handlerJob) })
 	return s.idleHandlers
 }
 
@@ -329,7 +329,8 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		body = rb
 	}
 	ctx := c.newStreamContext(st)
-	req := &http.Request{
+	// A value, so that WithContext's copy is the request's only allocation.
+	req := http.Request{
 		Method:        rh.method,
 		URL:           u,
 		Proto:         "HTTP/2.0",
@@ -356,16 +357,17 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 			}
 		}
 	}
-	req = req.WithContext(ctx)
+	r := req.WithContext(ctx)
 	if rb != nil {
-		rb.trailer = &req.Trailer
+		rb.trailer = &r.Trailer
 	}
-	return req, nil
+	return r, nil
 }
 
 // runHandler runs the application's handler for one stream.
 func (c *Conn) runHandler(st *stream, req *http.Request) {
-	rw := &responseWriter{c: c, st: st, req: req, status: 0, contentLength: -1}
+	rw := &st.rw
+	*rw = responseWriter{c: c, st: st, req: req, status: 0, contentLength: -1}
 	rw.isHead = req.Method == http.MethodHead
 	defer func() {
 		if p := recover(); p != nil {

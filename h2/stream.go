@@ -49,9 +49,12 @@ type stream struct {
 	declLen int64 // content-length of the incoming message, -1 if none
 	gotLen  int64 // incoming DATA payload bytes
 
-	// Server role.
+	// Server role. sctx and rw are allocated with the stream rather than
+	// apart: a request costs fewer allocations.
 	ctx    context.Context
 	cancel context.CancelFunc
+	sctx   streamContext
+	rw     responseWriter
 
 	// Client role.
 	resc      chan struct{} // closed when res or resErr is set
