@@ -66,6 +66,7 @@ var Checks = []Check{
 	{"rate100", func(ctx context.Context) (CheckResult, error) { return CheckRate(ctx, 100e6) }},
 	{"capacity", CheckCapacity},
 	{"loss", CheckLoss},
+	{"jitter", CheckJitter},
 	{"mptcp", CheckMPTCP},
 }
 
@@ -190,16 +191,12 @@ func CheckLoss(ctx context.Context) (CheckResult, error) {
 	}
 	defer n.Close()
 	p := n.Paths[0]
-	pc, err := p.Server.ListenPacket("udp", netip.AddrPortFrom(p.ServerAddr, 0).String())
+	pc, c, err := udpPair(ctx, n, p)
 	if err != nil {
 		return r, err
 	}
 	defer pc.Close()
-	// A receiver descheduled for a moment must not drop: take a large buffer
-	// past net.core.rmem_max (root may).
-	if err := setRcvBufForce(pc.(*net.UDPConn), 8<<20); err != nil {
-		return r, err
-	}
+	defer c.Close()
 	seen := make([]bool, total)
 	var got atomic.Int64
 	done := make(chan struct{})
@@ -217,11 +214,6 @@ func CheckLoss(ctx context.Context) (CheckResult, error) {
 			}
 		}
 	}()
-	c, err := n.Client.DialContext(ctx, "udp", pc.LocalAddr().String(), SockOpts{})
-	if err != nil {
-		return r, err
-	}
-	defer c.Close()
 	start, cpu0 := time.Now(), n.EmulatorCPU()
 	msg := make([]byte, 100)
 	var maxGap time.Duration
@@ -250,6 +242,109 @@ func CheckLoss(ctx context.Context) (CheckResult, error) {
 	r.Detail = fmt.Sprintf("received %d of %d; the emulator read %d from the client's TUN and wrote %d (link loss %.3f%%); longest pause of the sender %v",
 		got.Load(), total, st.Read, st.Written, 100*float64(st.Read-st.Written)/float64(st.Read), maxGap.Round(time.Microsecond))
 	r.Pass = r.Measured >= 1.2 && r.Measured <= 1.8 && st.Read == total
+	return r, nil
+}
+
+// udpPair is a UDP receiver on the path's server and a sender connected to
+// it from the client.
+func udpPair(ctx context.Context, n *Net, p Path) (net.PacketConn, net.Conn, error) {
+	pc, err := p.Server.ListenPacket("udp", netip.AddrPortFrom(p.ServerAddr, 0).String())
+	if err != nil {
+		return nil, nil, err
+	}
+	// A receiver descheduled for a moment must not drop: take a large buffer
+	// past net.core.rmem_max (root may).
+	if err := setRcvBufForce(pc.(*net.UDPConn), 8<<20); err != nil {
+		pc.Close()
+		return nil, nil, err
+	}
+	c, err := n.Client.DialContext(ctx, "udp", pc.LocalAddr().String(), SockOpts{})
+	if err != nil {
+		pc.Close()
+		return nil, nil, err
+	}
+	return pc, c, nil
+}
+
+// CheckJitter sends 400 numbered UDP datagrams 11 ms apart (further apart
+// than the jitter's 10 ms range, so each sees the configured distribution)
+// over a link with 20 ms of delay and uniform jitter of +/- 5 ms on the way
+// up, and measures each one's one-way delay (sender and receiver share this
+// process's monotonic clock). Robust figures, since a descheduled sender or
+// receiver adds to a few datagrams' delays: the median 20 ms (+0 to +1 ms,
+// the TUN hops' cost), the interquartile range that of the uniform
+// distribution, 5 ms (+/- 1), none faster than the 15 ms the jitter allows,
+// none reordered, none lost.
+func CheckJitter(ctx context.Context) (CheckResult, error) {
+	const total, gap = 400, 11 * time.Millisecond
+	up := netem.LinkConfig{Delay: 20 * time.Millisecond, Jitter: netem.JitterConfig{Dist: netem.JitterUniform, Spread: 5 * time.Millisecond}}
+	r := CheckResult{Name: "jitter", Config: fmt.Sprintf("up: %s, seed 1, %d UDP datagrams %v apart", up, total, gap), Unit: "ms median", Target: "20 +0..+1 ms, IQR 5 ± 1 ms, none < 15 ms, in order"}
+	n, err := NewSingle(ctx, PathSpec{Up: up}, Options{Seed: 1})
+	if err != nil {
+		return r, err
+	}
+	defer n.Close()
+	pc, c, err := udpPair(ctx, n, n.Paths[0])
+	if err != nil {
+		return r, err
+	}
+	defer pc.Close()
+	defer c.Close()
+	base := time.Now()
+	sent := make([]atomic.Int64, total) // ns since base
+	var delays []float64                // ms, in arrival order
+	reordered, highest := 0, -1
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			k, _, err := pc.ReadFrom(buf)
+			now := int64(time.Since(base))
+			if err != nil {
+				return
+			}
+			i := int(binary.BigEndian.Uint32(buf))
+			if k < 4 || i >= total {
+				continue
+			}
+			if i < highest {
+				reordered++
+			}
+			highest = max(highest, i)
+			delays = append(delays, float64(now-sent[i].Load())/1e6)
+		}
+	}()
+	start, cpu0 := time.Now(), n.EmulatorCPU()
+	msg := make([]byte, 100)
+	for i := range total {
+		binary.BigEndian.PutUint32(msg, uint32(i))
+		sent[i].Store(int64(time.Since(base))) // before the write: the receiver reads it once the datagram crossed
+		if _, err := c.Write(msg); err != nil {
+			return r, fmt.Errorf("send datagram %d: %w", i, err)
+		}
+		if err := ctxtime.Sleep(ctx, gap); err != nil {
+			return r, err
+		}
+	}
+	ctxtime.Sleep(ctx, 100*time.Millisecond) // let the last datagrams arrive
+	r.Elapsed, r.EmulatorCPU = time.Since(start), n.EmulatorCPU()-cpu0
+	pc.Close()
+	<-done
+	if len(delays) < total {
+		r.Detail = fmt.Sprintf("received %d of %d", len(delays), total)
+		return r, nil
+	}
+	var sum float64
+	for _, d := range delays {
+		sum += d
+	}
+	s := slices.Sorted(slices.Values(delays))
+	q1, q3 := s[total/4], s[total*3/4]
+	r.Measured = s[total/2]
+	r.Detail = fmt.Sprintf("min %.3f p5 %.3f p25 %.3f p75 %.3f p95 %.3f max %.3f ms (configured 15, 15.5, 17.5, 22.5, 24.5, 25), mean %.3f, %d reordered",
+		s[0], s[total/20], q1, q3, s[total*19/20], s[total-1], sum/total, reordered)
+	r.Pass = r.Measured >= 20 && r.Measured <= 21 && math.Abs(q3-q1-5) <= 1 && s[0] >= 15 && reordered == 0
 	return r, nil
 }
 
