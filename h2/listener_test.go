@@ -59,6 +59,8 @@ func startServer(t testing.TB, h http.Handler, cfg Config, useTLS bool, opts ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Parking on: h2c connections park while quiet in every test here.
+	cfg.ParkIdle = true
 	ts := &testServer{srv: &Server{Handler: h, Config: cfg}, ln: ln, addr: ln.Addr().String()}
 	if useTLS {
 		ts.tls = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, NextProtos: []string{"h2"}}
@@ -96,8 +98,7 @@ func (ts *testServer) serve() {
 				}
 				nc = tc
 			}
-			// Detached, as the server package serves: h2c connections park
-			// while quiet in every test here.
+			// Detached, as the server package serves.
 			ts.srv.ServeConnDetached(context.Background(), nc, nil, func(error) { ts.wg.Done() })
 		}()
 	}

@@ -66,10 +66,11 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 	return err
 }
 
-// ServeConnDetached serves a connection as ServeConn does, but returns once
-// the connection is quiet (no stream, nothing to read or write) and ended
-// is called, once, with ServeConn's error when it ends. While quiet, a
-// plain TCP connection holds no goroutine (park.go); others keep theirs.
+// ServeConnDetached serves a connection as ServeConn does, but with
+// Config.ParkIdle returns once the connection is quiet (no stream, nothing
+// to read or write); ended is called, once, with ServeConn's error when it
+// ends. While quiet, a plain TCP connection then holds no goroutine
+// (park.go); others keep theirs.
 func (s *Server) ServeConnDetached(ctx context.Context, nc net.Conn, up *Upgrade, ended func(error)) {
 	s.serveConn(ctx, nc, up, true, ended)
 }
@@ -124,7 +125,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, up *Upgrade, detach
 		}
 		ended(err)
 	}
-	c.detached = detached
+	c.detached = detached && c.cfg.ParkIdle
 	c.runReader()
 }
 

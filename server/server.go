@@ -67,6 +67,9 @@ type Server struct {
 	// (h2.Config.KernelSendQueue, set on H2 by the first Listen or Serve).
 	// A NotSentLowat set here also keeps the engine off the socket.
 	KernelSendQueue bool
+	// ParkIdle lets quiet h2c connections give up their read goroutine
+	// (h2.Config.ParkIdle, set on H2 by the first Listen or Serve).
+	ParkIdle bool
 
 	ErrorLog *log.Logger // nil: the log package's standard logger
 
@@ -214,6 +217,9 @@ func (s *Server) init(addr net.Addr) error {
 		}
 		if s.KernelSendQueue {
 			s.H2.Config.KernelSendQueue = true
+		}
+		if s.ParkIdle {
+			s.H2.Config.ParkIdle = true
 		}
 		if s.TLS {
 			if s.tlsConf, s.initErr = s.makeTLSConfig(addr); s.initErr != nil {
