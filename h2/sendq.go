@@ -20,17 +20,24 @@ import (
 // the congestion window's worth in flight (about one round trip).
 //
 // How: TCP_NOTSENT_LOWAT is set to mark = the connection's rate
-// (cwnd*mss/srtt from TCP_INFO, re-read every few round trips) times
-// sendQueueTime, at least minSendMark and at most maxSendMark. Write then
+// (cwnd*mss/srtt from TCP_INFO) times sendQueueTime, at least a floor and at
+// most maxSendMark. The floor is there for a writer the runtime wakes late:
+// what is unsent when it is woken (half the mark) and what waits in the
+// bottleneck's queue (srtt - min_rtt of sending) must keep the link busy
+// for sendWakeCover. Where the bottleneck's queue covers it, as on a
+// drop-tail link filled by cubic, the floor is minSendMark, a few
+// segments, as little as h2o keeps; where the queue is short it grows up to
+// 2 x sendWakeCover of sending. Write then
 // stops taking bytes once mark of them are unsent. Where the mark is at
 // most one write batch (a slow link), the writer also waits until the
 // kernel would take more (poll POLLOUT: unsent bytes under half the mark)
 // before it lets the scheduler choose the next batch, and makes that batch
 // (and its frames) no larger than half the mark plus what the congestion
 // window lets go at once, so a response that arrives meanwhile waits behind
-// at most a mark of unsent bytes (32 KB, 26 ms at 10 Mbit/s). On a fast
-// link (loopback) the mark is large and nothing waits; the cost there is one
-// TCP_INFO read per refresh.
+// at most a mark of unsent bytes (at 10 Mbit/s, 8 KB when the bottleneck's
+// queue holds 13 ms or more, up to 32 KB, 26 ms, when it is empty). On a
+// fast link (loopback) the mark is large and nothing waits; the cost there
+// is one TCP_INFO read per refresh.
 //
 // h2o 2.2.5 does much the same by default on connections whose RTT is at
 // least 50 ms: TCP_NOTSENT_LOWAT 1 and writes of (cwnd - unacked + 2)
@@ -39,11 +46,15 @@ import (
 
 const (
 	sendQueueTime = 2 * time.Millisecond
-	// The floor: a writer woken late (a busy 2-core machine delays the
-	// runtime's poller by 10 ms and more) still finds mark/2 unsent, 13 ms
-	// of sending at 10 Mbit/s, before the link can run dry. With 16 KB,
-	// 10 MB at 10 Mbit/s took 10.3 s instead of 8.5 under load.
-	minSendMark = 32 << 10
+	// sendWakeCover is how late a writer may be woken without the link
+	// running dry (a busy 2-core machine delays the runtime's poller by 10
+	// ms and more). A fixed 32 KB floor, 13 ms of sending at 10 Mbit/s at
+	// the wakeup, kept bulk throughput under load; a 16 KB one (6.5 ms) did
+	// not: 10 MB at 10 Mbit/s took 10.3 s instead of 8.5.
+	sendWakeCover = 13 * time.Millisecond
+	// minSendMark is the floor where the bottleneck's queue covers a late
+	// wakeup: a few segments, so that paced writes stay that far ahead.
+	minSendMark = 8 << 10
 	maxSendMark = 4 << 20 // tcp_wmem's default maximum: no limit in effect
 	// How often TCP_INFO is read again: a few round trips, within bounds.
 	minSendRefresh = 10 * time.Millisecond
@@ -51,14 +62,18 @@ const (
 )
 
 // sendMark is the TCP_NOTSENT_LOWAT for a connection whose congestion window
-// holds cwndBytes and whose smoothed RTT is srtt: sendQueueTime of sending
-// at cwnd/srtt, within [minSendMark, maxSendMark].
-func sendMark(cwndBytes int, srtt time.Duration) int {
+// holds cwndBytes, whose smoothed RTT is srtt and least RTT minRTT:
+// sendQueueTime of sending at cwnd/srtt, within [floor, maxSendMark], where
+// the floor makes half the mark plus the bottleneck's queue (srtt - minRTT)
+// last sendWakeCover at that rate, and is at least minSendMark.
+func sendMark(cwndBytes int, srtt, minRTT time.Duration) int {
 	if srtt <= 0 {
 		return maxSendMark
 	}
-	m := float64(cwndBytes) * float64(sendQueueTime) / float64(srtt)
-	return int(min(max(m, minSendMark), maxSendMark))
+	rate := float64(cwndBytes) / srtt.Seconds() // bytes a second
+	queued := max(srtt-minRTT, 0)
+	floor := max(2*rate*(sendWakeCover-queued).Seconds(), minSendMark)
+	return int(min(max(rate*sendQueueTime.Seconds(), floor), maxSendMark))
 }
 
 // sendRefresh is how long a mark computed at srtt holds.
@@ -127,9 +142,11 @@ func (q *sendQueue) budget(now time.Time) int {
 
 func pacedBudget(mark, room int) int { return min(mark/2+room, writeBatchBudget) }
 
-// info reads TCP_INFO, sets TCP_NOTSENT_LOWAT to the new mark when a
-// refresh is due, and returns the congestion window's free bytes. A socket
-// that refuses either keeps what it had.
+// info reads TCP_INFO, sets TCP_NOTSENT_LOWAT to the mark it gives, and
+// returns the congestion window's free bytes. A socket that refuses either
+// keeps what it had. A paced writer calls it for every batch, since the
+// bottleneck's queue, which the mark's floor depends on, drains within a
+// round trip of a loss; others when a refresh is due (paced).
 func (q *sendQueue) info(now time.Time) (room int) {
 	q.rc.Control(func(fd uintptr) {
 		ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
@@ -138,11 +155,9 @@ func (q *sendQueue) info(now time.Time) (room int) {
 			return
 		}
 		mss := int(ti.Snd_mss)
-		if !now.Before(q.next) {
-			srtt := time.Duration(ti.Rtt) * time.Microsecond
-			q.next = now.Add(sendRefresh(srtt))
-			q.setMark(fd, markOf(int(ti.Snd_cwnd)*mss, srtt))
-		}
+		srtt := time.Duration(ti.Rtt) * time.Microsecond
+		q.next = now.Add(sendRefresh(srtt))
+		q.setMark(fd, markOf(int(ti.Snd_cwnd)*mss, srtt, time.Duration(ti.Min_rtt)*time.Microsecond))
 		inFlight := int(ti.Unacked) - int(ti.Sacked) - int(ti.Lost) + int(ti.Retrans)
 		room = max(int(ti.Snd_cwnd)-inFlight, 0) * mss
 	})

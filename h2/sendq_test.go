@@ -14,19 +14,23 @@ import (
 )
 
 func TestSendMark(t *testing.T) {
+	ms := time.Millisecond
 	for _, c := range []struct {
-		cwnd int
-		srtt time.Duration
-		want int
+		cwnd         int
+		srtt, minRTT time.Duration
+		want         int
 	}{
-		{100 * 1448, 0, maxSendMark},                      // no RTT yet: no limit
-		{10 * 1448, 50 * time.Millisecond, minSendMark},   // 290 KB/s: 580 bytes, the floor
-		{100 * 1448, 100 * time.Millisecond, minSendMark}, // the holb link
-		{1000 * 1448, 50 * time.Millisecond, 57920},       // 29 MB/s: 2 ms of it
-		{100 * 65483, 50 * time.Microsecond, maxSendMark}, // loopback
+		{100 * 1448, 0, 0, maxSendMark},                      // no RTT yet: no limit
+		{10 * 1448, 50 * ms, 50 * ms, minSendMark},           // 290 KB/s, no queue: 2 x 13 ms is 7.5 KB, under the least floor
+		{100 * 1448, 100 * ms, 100 * ms, 37648},              // 1.45 MB/s, no queue: 2 x 13 ms of it
+		{100 * 1448, 100 * ms, 95 * ms, 23168},               // a 5 ms queue: 2 x 8 ms
+		{100 * 1448, 100 * ms, 50 * ms, minSendMark},         // the holb link with a 50 ms queue: the least floor
+		{1000 * 1448, 50 * ms, 50 * ms, 752_960},             // 29 MB/s, no queue: 2 x 13 ms
+		{1000 * 1448, 50 * ms, 30 * ms, 57920},               // 29 MB/s behind a 20 ms queue: 2 ms of it
+		{100 * 65483, 50 * time.Microsecond, 0, maxSendMark}, // loopback
 	} {
-		if got := sendMark(c.cwnd, c.srtt); got != c.want {
-			t.Errorf("sendMark(%d, %v) = %d, want %d", c.cwnd, c.srtt, got, c.want)
+		if got := sendMark(c.cwnd, c.srtt, c.minRTT); got != c.want {
+			t.Errorf("sendMark(%d, %v, %v) = %d, want %d", c.cwnd, c.srtt, c.minRTT, got, c.want)
 		}
 	}
 	for _, c := range []struct{ mark, room, want int }{
@@ -119,7 +123,8 @@ func TestSendQueueWaitsForDrain(t *testing.T) {
 // 32 KB mark on loopback) with responses of several sizes at once over h2c
 // and TLS, each checked by SHA-256, and checks the socket's mark.
 func TestPacedWriterDelivers(t *testing.T) {
-	markOf = func(int, time.Duration) int { return minSendMark }
+	const mark = 32 << 10
+	markOf = func(int, time.Duration, time.Duration) int { return mark }
 	t.Cleanup(func() { markOf = sendMark })
 	for _, useTLS := range []bool{false, true} {
 		var marks sync.Map
@@ -161,8 +166,8 @@ func TestPacedWriterDelivers(t *testing.T) {
 		}
 		wg.Wait()
 		tr.CloseIdleConnections()
-		if m, _ := marks.Load("/gen/" + itoa64(3<<20)); m != minSendMark {
-			t.Errorf("TLS %v: TCP_NOTSENT_LOWAT %v after a 3 MB body, want %d", useTLS, m, minSendMark)
+		if m, _ := marks.Load("/gen/" + itoa64(3<<20)); m != mark {
+			t.Errorf("TLS %v: TCP_NOTSENT_LOWAT %v after a 3 MB body, want %d", useTLS, m, mark)
 		}
 	}
 }
