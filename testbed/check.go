@@ -199,21 +199,12 @@ func CheckLoss(ctx context.Context) (CheckResult, error) {
 	defer c.Close()
 	seen := make([]bool, total)
 	var got atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			k, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if i := binary.BigEndian.Uint32(buf); k >= 4 && int(i) < total && !seen[i] {
-				seen[i] = true
-				got.Add(1)
-			}
+	done := receiveNumbered(pc, total, func(i int, _ int64) {
+		if !seen[i] {
+			seen[i] = true
+			got.Add(1)
 		}
-	}()
+	})
 	start, cpu0 := time.Now(), n.EmulatorCPU()
 	msg := make([]byte, 100)
 	var maxGap time.Duration
@@ -266,6 +257,32 @@ func udpPair(ctx context.Context, n *Net, p Path) (net.PacketConn, net.Conn, err
 	return pc, c, nil
 }
 
+// startOf is the clock receiveNumbered stamps arrivals on.
+var startOf = time.Now()
+
+// receiveNumbered reads datagrams numbered by their first 4 bytes (big
+// endian) until pc is closed, handing got each one's number below total and
+// its arrival time (ns since startOf, read right after the datagram); the
+// channel closes when reading has ended.
+func receiveNumbered(pc net.PacketConn, total int, got func(i int, at int64)) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			k, _, err := pc.ReadFrom(buf)
+			at := int64(time.Since(startOf))
+			if err != nil {
+				return
+			}
+			if i := int(binary.BigEndian.Uint32(buf)); k >= 4 && i < total {
+				got(i, at)
+			}
+		}
+	}()
+	return done
+}
+
 // CheckJitter sends 400 numbered UDP datagrams 11 ms apart (further apart
 // than the jitter's 10 ms range, so each sees the configured distribution)
 // over a link with 20 ms of delay and uniform jitter of +/- 5 ms on the way
@@ -290,36 +307,21 @@ func CheckJitter(ctx context.Context) (CheckResult, error) {
 	}
 	defer pc.Close()
 	defer c.Close()
-	base := time.Now()
-	sent := make([]atomic.Int64, total) // ns since base
+	sent := make([]atomic.Int64, total) // ns since startOf
 	var delays []float64                // ms, in arrival order
 	reordered, highest := 0, -1
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			k, _, err := pc.ReadFrom(buf)
-			now := int64(time.Since(base))
-			if err != nil {
-				return
-			}
-			i := int(binary.BigEndian.Uint32(buf))
-			if k < 4 || i >= total {
-				continue
-			}
-			if i < highest {
-				reordered++
-			}
-			highest = max(highest, i)
-			delays = append(delays, float64(now-sent[i].Load())/1e6)
+	done := receiveNumbered(pc, total, func(i int, now int64) {
+		if i < highest {
+			reordered++
 		}
-	}()
+		highest = max(highest, i)
+		delays = append(delays, float64(now-sent[i].Load())/1e6)
+	})
 	start, cpu0 := time.Now(), n.EmulatorCPU()
 	msg := make([]byte, 100)
 	for i := range total {
 		binary.BigEndian.PutUint32(msg, uint32(i))
-		sent[i].Store(int64(time.Since(base))) // before the write: the receiver reads it once the datagram crossed
+		sent[i].Store(int64(time.Since(startOf))) // before the write: the receiver reads it once the datagram crossed
 		if _, err := c.Write(msg); err != nil {
 			return r, fmt.Errorf("send datagram %d: %w", i, err)
 		}
