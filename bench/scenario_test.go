@@ -199,3 +199,16 @@ func wantErrorMentioning(t *testing.T, name string, err error, want []string) {
 		}
 	}
 }
+
+func TestUnitOf(t *testing.T) {
+	for metric, want := range map[string]string{
+		"time": "s", "plt": "s", "kbit_per_s": "kbit/s", "mb_per_s": "MB/s", "cpu_per_req_us": "µs",
+		"latency_p99_ms": "ms", "rss_kb": "KB", "dup_pct": "%", "switches_count": "count",
+		"failed": "count", "smig_failed": "count", "goroutines_max": "count", "fds_max": "count",
+		"rss_mib_max": "MiB",
+	} {
+		if got := UnitOf(metric); got != want {
+			t.Errorf("UnitOf(%q) = %q, want %q", metric, got, want)
+		}
+	}
+}

@@ -123,8 +123,9 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 
 // UnitOf is a metric's unit, read off its name: NAME_per_s is a rate
 // ("req_per_s": req/s), NAME_us microseconds, NAME_ms milliseconds, NAME_kb kilobytes,
-// NAME_pct a percentage, NAME_count a count, anything else a time in
-// seconds, as most metrics are.
+// NAME_pct a percentage, NAME_mib or NAME_mib_max mebibytes, NAME_count,
+// NAME_max, failed and NAME_failed counts (the soak's peaks and failures),
+// anything else a time in seconds, as most metrics are.
 func UnitOf(metric string) string {
 	switch {
 	case metric == "mb_per_s":
@@ -139,7 +140,10 @@ func UnitOf(metric string) string {
 		return "KB"
 	case strings.HasSuffix(metric, "_pct"):
 		return "%"
-	case strings.HasSuffix(metric, "_count"):
+	case strings.HasSuffix(metric, "_mib") || strings.HasSuffix(metric, "_mib_max"):
+		return "MiB"
+	case strings.HasSuffix(metric, "_count") || strings.HasSuffix(metric, "_max") ||
+		metric == "failed" || strings.HasSuffix(metric, "_failed"):
 		return "count"
 	}
 	return "s"
