@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shunt-net/shunt/h2/internal/prio"
 	"golang.org/x/net/http2"
 )
 
@@ -68,16 +69,18 @@ func (s *Stream) DetachSend(marker Frame) (*SendTail, error) {
 	return &SendTail{st: st, Sent: st.send.sent}, nil
 }
 
-// read takes queued body bytes. At the end of the body it closes the stream
-// on the original connection without a frame (the marker ended it there)
-// and returns io.EOF.
-func (t *SendTail) read(p []byte) (int, error) {
+// read takes queued body bytes, with the stream's priority as it is now:
+// the request's, or what a PRIORITY_UPDATE for it on this connection made
+// it. At the end of the body it closes the stream on the original
+// connection without a frame (the marker ended it there) and returns
+// io.EOF.
+func (t *SendTail) read(p []byte) (int, prio.Priority, error) {
 	st, c := t.st, t.st.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
 		if st.send.err != nil {
-			return 0, st.send.err
+			return 0, st.prio, st.send.err
 		}
 		if n := st.send.q.Read(p); n > 0 {
 			// writeBody wakes us through releaseLocked once this many
@@ -85,12 +88,12 @@ func (t *SendTail) read(p []byte) (int, error) {
 			st.send.ready = 0
 			st.send.waiting = false
 			st.sendCond.Broadcast() // room for the handler
-			return n, nil
+			return n, st.prio, nil
 		}
 		if st.send.end {
 			st.send.endSent = true
 			c.closeStreamLocked(st, nil)
-			return 0, io.EOF
+			return 0, st.prio, io.EOF
 		}
 		st.sendCond.Wait()
 	}
@@ -106,14 +109,27 @@ func (t *SendTail) abort(err error) {
 }
 
 // CopyTo sends the tail on dst (from OpenMigratedStream), trailers and
-// END_STREAM included. It returns the bytes copied. If dst fails, the
-// source stream fails too; if the source fails, dst is reset with CANCEL.
+// END_STREAM included, at the source stream's priority: dst's connection
+// schedules it against its other streams as the request asked (moved
+// images, u=2 incremental, interleave there as they would have here). It
+// returns the bytes copied. If dst fails, the source stream fails too; if
+// the source fails, dst is reset with CANCEL.
 func (t *SendTail) CopyTo(dst *Stream) (int64, error) {
 	buf := make([]byte, maxDataFrame)
 	var total int64
 	d := dst.st
+	cur := prio.Default // OpenMigratedStream's
 	for {
-		n, err := t.read(buf)
+		n, p, err := t.read(buf)
+		if p != cur {
+			// Before the bytes are queued, so they are scheduled at p;
+			// a later PRIORITY_UPDATE of the source follows with the
+			// next read.
+			d.c.mu.Lock()
+			d.c.reprioritizeLocked(d, p)
+			d.c.mu.Unlock()
+			cur = p
+		}
 		if n > 0 {
 			if werr := d.c.writeBody(d, buf[:n], true); werr != nil {
 				t.abort(werr)
@@ -160,6 +176,7 @@ func (c *Conn) OpenMigratedStream(opening func(id uint32) Frame) (*Stream, error
 	st := c.newStream(id, true)
 	st.state = stateHalfClosedRemote
 	st.send.headers = true
+	// st.prio stays the default until CopyTo gives it the source's.
 	return &Stream{st}, nil
 }
 

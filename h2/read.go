@@ -436,6 +436,13 @@ func (c *Conn) onGoAway(f *http2.GoAwayFrame) error {
 	return nil
 }
 
+// reprioritizeLocked gives st priority p, also in the DATA scheduler if it
+// is waiting there.
+func (c *Conn) reprioritizeLocked(st *stream, p prio.Priority) {
+	st.prio = p
+	c.sched.Update(st.id, p)
+}
+
 func (c *Conn) onPriorityUpdate(f *http2.PriorityUpdateFrame) error {
 	if c.client {
 		return nil
@@ -449,8 +456,7 @@ func (c *Conn) onPriorityUpdate(f *http2.PriorityUpdateFrame) error {
 		return nil // an unparsable value is ignored (RFC 9218 7.1)
 	}
 	if st := c.streams[id]; st != nil {
-		st.prio = p
-		c.sched.Update(id, p)
+		c.reprioritizeLocked(st, p)
 		return nil
 	}
 	if c.idleLocked(id) && len(c.pendingPrio) < int(c.cfg.MaxConcurrentStreams) {
