@@ -74,8 +74,10 @@ type Client struct {
 	Mode Mode
 	// HandoverAfter is how long the path in use may deliver nothing while
 	// it has work before ModeHandover moves its ranges to the next path
-	// (default 1 s). A path that goes silent (PathTimeout) or down moves
-	// in every mode.
+	// (default 1 s). In aggregate mode a path with work that is silent
+	// (no DATA, no PING answer) for max(HandoverAfter, 2 x its RTT) while
+	// another path delivers gives its ranges to the others (Stalls). A
+	// path that goes silent (PathTimeout) or down moves in every mode.
 	HandoverAfter time.Duration
 	// Cache, if set, keeps each path's bandwidth and RTT estimates across
 	// downloads and starts the next one from them (MP-H2+FS+BW/L).
@@ -183,6 +185,12 @@ type PathResult struct {
 	// schedule until it answered again; Suspended is how long in all.
 	Suspensions int
 	Suspended   time.Duration
+	// Stalls counts the times (aggregate mode) the path's ranges moved to
+	// the others because it was silent while another path delivered, for
+	// max(1 s, 2 RTTs): sooner than the silence rule's suspension.
+	// FirstStall is when the first was, since the start (0: none).
+	Stalls     int
+	FirstStall time.Duration
 	// Redials counts the times the path's connection died (reset, closed,
 	// GOAWAY, a server restarted) and a new one took up its ranges.
 	Redials int

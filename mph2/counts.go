@@ -3,7 +3,7 @@ package mph2
 // Counts is a download's result as a run record's counts (shunt get's
 // record and the experiments'): bytes and tail_bytes; per path P bytes_P,
 // requests_P, received_P, last_data_s_P, suspensions_P, suspended_s_P,
-// redials_P, retaken_P, and with a budget budget_P and budget_full_s_P (0:
+// stalls_P, first_stall_s_P (0: none), redials_P, retaken_P, and with a budget budget_P and budget_full_s_P (0:
 // never full); switches (the changes of path in use after the first
 // choice) and, for the first of them, switch_s and switch_first_byte_s
 // (since the start).
@@ -20,6 +20,8 @@ func Counts(r *Result) map[string]float64 {
 		// and how long are what the run measured.
 		c["suspensions_"+p.Name] = float64(p.Suspensions)
 		c["suspended_s_"+p.Name] = p.Suspended.Seconds()
+		c["stalls_"+p.Name] = float64(p.Stalls)
+		c["first_stall_s_"+p.Name] = p.FirstStall.Seconds()
 		c["redials_"+p.Name] = float64(p.Redials)
 		c["retaken_"+p.Name] = float64(p.Retaken)
 		if p.Budget > 0 {

@@ -915,6 +915,10 @@ func (d *download) result() *Result {
 		if !st.BudgetFull.IsZero() {
 			pr.BudgetFull = st.BudgetFull.Sub(d.start)
 		}
+		pr.Stalls = st.Stalls
+		if !st.FirstStall.IsZero() {
+			pr.FirstStall = st.FirstStall.Sub(d.start)
+		}
 		if !d.suspendedAt[i].IsZero() {
 			pr.Suspended += now.Sub(d.suspendedAt[i])
 		}

@@ -74,7 +74,10 @@ func (s *Scheduler) usable(p PathID) bool {
 	if !ps.up || s.room(p) <= 0 {
 		return false
 	}
-	return s.cfg.Mode == Aggregate || p == s.active
+	if s.cfg.Mode == Aggregate {
+		return ps.stalledAt.IsZero()
+	}
+	return p == s.active
 }
 
 // workPaths are the paths that may be given new work.
@@ -199,8 +202,12 @@ func (s *Scheduler) cutAtCommitted(now time.Time, p PathID) {
 }
 
 // checkStall marks the path in use stalled when it has had work and
-// delivered nothing for HandoverAfter (Handover only).
+// delivered nothing for HandoverAfter (Handover; Aggregate: checkSilent).
 func (s *Scheduler) checkStall(now time.Time) {
+	if s.cfg.Mode == Aggregate {
+		s.checkSilent(now)
+		return
+	}
 	if s.cfg.Mode != Handover || s.active < 0 {
 		return
 	}
@@ -209,6 +216,52 @@ func (s *Scheduler) checkStall(now time.Time) {
 		ps.stalledAt = now
 		s.choose(now, "stall")
 	}
+}
+
+// checkSilent (Aggregate) moves the ranges of a path that has work and has
+// been silent, no DATA and no PING answer, for max(HandoverAfter, 2 x its
+// RTT), while another path has delivered over at least the second half of
+// that silence and still does. The caller's silence rule (mph2's 3 s
+// floor) must not mistake a slow path for a dead one when no path can take
+// over; here one evidently can: the server and the client work, so the
+// silence is the path's. A live path answers a PING within its RTT (one is
+// always outstanding) and starts a response within a response delay, so
+// twice its RTT, and at least the 1 s that is well above the paper's
+// response delays, is no working path; a path too slow to deliver a DATA
+// frame within that (under some 130 kbit/s) gives its range up too, its
+// credited bytes arriving as tail bytes. The partner's delivery must span
+// the silence, not arrive in one burst, so that a stall of the client's
+// own event loop (every path's events handled late at once) moves nothing.
+// The path gets work again once it answers a PING sent after the stall
+// (OnRTT), as a stalled path in Handover does.
+func (s *Scheduler) checkSilent(now time.Time) {
+	for k, ps := range s.paths {
+		p := PathID(k)
+		if !ps.up || !ps.stalledAt.IsZero() || s.streams(p) == 0 {
+			continue
+		}
+		after := max(s.cfg.HandoverAfter, 2*s.rttOf(p))
+		heard := ps.heard()
+		if now.Sub(heard) < after || !ps.partnerFrom.After(heard) ||
+			now.Sub(ps.partnerFrom) < after/2 || now.Sub(ps.partnerLast) >= after/2 {
+			continue
+		}
+		ps.stalledAt = now
+		if ps.stats.Stalls == 0 {
+			ps.stats.FirstStall = now
+		}
+		ps.stats.Stalls++
+		s.moveStreams(p, true)
+	}
+}
+
+// heard is when path p last gave a sign of life: DATA, a PING answer, or
+// (the clock's start) the request that gave it work.
+func (p *path) heard() time.Time {
+	if p.pong.After(p.progress) {
+		return p.pong
+	}
+	return p.progress
 }
 
 // Switches returns the changes of the path in use so far, the first

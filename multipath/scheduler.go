@@ -98,7 +98,9 @@ type Config struct {
 	// Mode is how the paths are used (mode.go); the zero Mode is Aggregate.
 	Mode Mode
 	// HandoverAfter is how long the path in use may deliver nothing while
-	// it has work before Handover moves on; default 1 s.
+	// it has work before Handover moves on; default 1 s. In Aggregate it
+	// is the floor of how long a path with work may be silent while
+	// another path delivers before its ranges move (checkSilent).
 	HandoverAfter time.Duration
 	// Budget, if not nil, bounds the response bytes each path may receive,
 	// indexed by PathID; 0 means no bound (budget.go).
@@ -181,6 +183,11 @@ type PathStats struct {
 	// path had already been given credit for (a takeover, see steal): the
 	// server sends them on both, so up to this many arrive twice.
 	Retaken int64
+	// Stalls counts the times (Aggregate) the path's ranges moved because
+	// it was silent while another path delivered (checkSilent); FirstStall
+	// is the first time.
+	Stalls     int
+	FirstStall time.Time
 }
 
 // Scheduler schedules one download. Not safe for concurrent use: one owner
@@ -215,8 +222,12 @@ type path struct {
 	prior     estimate.Path
 	stats     PathStats
 	progress  time.Time // last DATA, or the request that gave the idle path work
-	stalledAt time.Time // Handover: when the path stalled in use; zero once it answers again
+	pong      time.Time // last PING answer
+	stalledAt time.Time // when the path stalled (checkStall, checkSilent); zero once it answers again
 	spent     int64     // budget reserved by the path's closed streams
+	// partnerFrom and partnerLast are the first and the last DATA on
+	// another path since this one was last heard from (checkSilent).
+	partnerFrom, partnerLast time.Time
 }
 
 type stream struct {
@@ -464,6 +475,14 @@ func (s *Scheduler) OnData(now time.Time, id StreamID, n int64) []Action {
 	p := s.paths[st.path]
 	p.bw.OnData(now, n)
 	p.progress = now
+	for _, q := range s.paths {
+		if q != p {
+			if !q.partnerFrom.After(q.heard()) {
+				q.partnerFrom = now
+			}
+			q.partnerLast = now
+		}
+	}
 	if p.stats.Received == 0 {
 		p.stats.FirstData = now
 	}
@@ -530,6 +549,7 @@ func (s *Scheduler) OnRTT(now time.Time, p PathID, rtt time.Duration) []Action {
 	ps := s.paths[p]
 	ps.rtt.Add(rtt)
 	ps.sawRTT(rtt)
+	ps.pong = now
 	if !ps.stalledAt.IsZero() && now.Add(-rtt).After(ps.stalledAt) {
 		// A PING sent after the stall came back: the path works again.
 		ps.stalledAt = time.Time{}

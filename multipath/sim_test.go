@@ -43,6 +43,10 @@ type simConfig struct {
 	Paths []simPath
 	Sched Config // Paths is filled in
 	Cut   int64  // if > 0, Cut(Cut) at start
+	// SilentAfter, if > 0, is mph2's silence rule (liveness): a path whose
+	// oldest unanswered PING and last frame are both this old is suspended
+	// (OnPathSuspend), and resumed by the next frame that arrives on it.
+	SilentAfter time.Duration
 }
 
 type simResult struct {
@@ -136,6 +140,10 @@ type sim struct {
 	lastArr []time.Duration
 	err     error
 	check   bool
+	// The silence rule's state per path (SilentAfter).
+	lastFrame []time.Duration
+	pings     [][]time.Duration // send times of the unanswered PINGs, oldest first
+	silent    []bool
 }
 
 func (m *sim) at(d time.Duration, f func()) {
@@ -168,7 +176,7 @@ func runSimWith(cfg simConfig, checkEveryEvent bool, seen func(*Scheduler)) (sim
 	}
 	n := len(cfg.Paths)
 	m := &sim{cfg: cfg, s: s, cli: map[StreamID]*cliStream{}, check: checkEveryEvent,
-		lastArr: make([]time.Duration, n)}
+		lastArr: make([]time.Duration, n), lastFrame: make([]time.Duration, n), pings: make([][]time.Duration, n), silent: make([]bool, n)}
 	m.res = simResult{Done: -1, Last: make([]time.Duration, n), Delivered: make([]int64, n),
 		Wasted: make([]int64, n), Requests: make([]int, n), Idle: make([]time.Duration, n)}
 	// Start first, so every later state is one the scheduler has seen.
@@ -457,6 +465,7 @@ func (m *sim) arrive(p PathID, f frame) {
 		return
 	}
 	now := m.clock()
+	m.heard(p, f)
 	switch f.kind {
 	case framePong:
 		m.apply(m.s.OnRTT(now, p, m.now-f.sentAt))
@@ -498,11 +507,47 @@ func (m *sim) ping(p PathID) {
 		return
 	}
 	sent := m.now
+	m.checkSilent(p)
+	m.pings[p] = append(m.pings[p], sent)
 	m.toServer(p, func(sv *server) {
 		sv.fifo = append(sv.fifo, frame{kind: framePong, sentAt: sent})
 		m.kick(p)
 	})
 	m.at(m.now+100*time.Millisecond, func() { m.ping(p) })
+}
+
+// heard notes a frame arriving on path p for the silence rule: it resumes a
+// suspended path, as mph2's watcher does on any frame.
+func (m *sim) heard(p PathID, f frame) {
+	m.lastFrame[p] = m.now
+	if f.kind == framePong && len(m.pings[p]) > 0 {
+		m.pings[p] = m.pings[p][1:]
+	}
+	if m.silent[p] {
+		m.silent[p] = false
+		acts, err := m.s.OnPathResume(m.clock(), p)
+		if err != nil {
+			m.fail("OnPathResume: %v", err)
+			return
+		}
+		m.apply(acts)
+	}
+}
+
+// checkSilent suspends path p, at a PING tick as mph2's watcher does, once
+// its oldest unanswered PING and its last frame are SilentAfter old.
+func (m *sim) checkSilent(p PathID) {
+	t := m.cfg.SilentAfter
+	if t <= 0 || m.silent[p] || len(m.pings[p]) == 0 || m.now-m.pings[p][0] < t || m.now-m.lastFrame[p] < t {
+		return
+	}
+	m.silent[p] = true
+	acts, err := m.s.OnPathSuspend(m.clock(), p)
+	if err != nil {
+		m.fail("OnPathSuspend: %v", err)
+		return
+	}
+	m.apply(acts)
 }
 
 func (m *sim) pathDown(p PathID) {

@@ -368,6 +368,52 @@ func TestSimSlowPathTailTakenOver(t *testing.T) {
 			if limit := ideal + 300*time.Millisecond; r.Done > limit {
 				t.Errorf("drop at %v size %d: done after %v, want <= %v (the fluid ideal + 300 ms)", drop, known, r.Done, limit)
 			}
+			// Slow, not silent: its range is taken over by the tail rule,
+			// not moved as a silent path's (checkSilent).
+			if n := s.Stats(1).Stalls; n != 0 {
+				t.Errorf("drop at %v size %d: lte at 0.4 Mbit/s stalled %d times, want 0", drop, known, n)
+			}
+		}
+	}
+}
+
+// TestSimSilentPathWhilePartnerDelivers is mp-tools' kill cell: on
+// Figure 8's (10, 5) paths wifi loses every packet from some moment on, its
+// connection left open, while lte delivers all the while. mph2's silence
+// rule (PING unanswered and no frame for 3 s) alone moves wifi's range to
+// lte 3 s after wifi's last byte: with wifi dead at 4 s, lte finished its
+// own share at 5.4 s and idled until 7 s (done 7.17 s against the fluid
+// ideal's 5.54). A path silent for HandoverAfter while another delivers
+// gives its range up then (checkSilent): 5.55 s. At 2 s lte's own share
+// outlasts the 3 s anyway (9.55 s both ways, ideal 9.54).
+func TestSimSilentPathWhilePartnerDelivers(t *testing.T) {
+	const size = 8 << 20
+	for _, death := range []time.Duration{2 * time.Second, 4 * time.Second} {
+		for _, known := range []int64{-1, size} {
+			paths := fig8Paths(10, 5, 64<<10)
+			paths[0].Rate = []rateStep{{0, mbit(10)}, {death, 0}}
+			var s *Scheduler
+			r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: known}, SilentAfter: 3 * time.Second}, true,
+				func(x *Scheduler) { s = x })
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Both full until the death, lte alone after (dropIdeal with
+			// the paths' roles swapped: the "drop" takes wifi to 0).
+			ideal := dropIdeal(size, mbit(5), mbit(10), 0, 65*time.Millisecond, 28*time.Millisecond, death)
+			t.Logf("death %v size %d: %v, fluid ideal %v, wifi's last byte %v, stalls %d at %v, delivered %v, tail bytes %v, requests %v",
+				death, known, r.Done.Round(time.Millisecond), ideal.Round(time.Millisecond), r.Last[0].Round(time.Millisecond),
+				s.Stats(0).Stalls, s.Stats(0).FirstStall.Sub(epoch), r.Delivered, r.Wasted, r.Requests)
+			if limit := ideal + 300*time.Millisecond; r.Done > limit {
+				t.Errorf("death %v size %d: done after %v, want <= %v (the fluid ideal + 300 ms)", death, known, r.Done, limit)
+			}
+			// The range moves HandoverAfter after wifi's last byte, at the
+			// next event (lte's DATA: within a frame time).
+			stall := s.Stats(0).FirstStall.Sub(epoch)
+			if s.Stats(0).Stalls != 1 || s.Stats(1).Stalls != 0 || stall < r.Last[0]+DefaultHandoverAfter || stall > r.Last[0]+DefaultHandoverAfter+50*time.Millisecond {
+				t.Errorf("death %v size %d: stalls wifi %d (first at %v, its last byte %v), lte %d; want wifi's one HandoverAfter after its last byte, none on lte",
+					death, known, s.Stats(0).Stalls, stall, r.Last[0], s.Stats(1).Stalls)
+			}
 		}
 	}
 }

@@ -30,8 +30,10 @@ func twoPathStart(t *testing.T, size int64) (*Scheduler, []Action) {
 func TestSuspendMovesRangesAndResumes(t *testing.T) {
 	const size = 20000000
 	s, req := twoPathStart(t, size)
-	// Path 1 runs at 2 Mbit/s, a fifth of its prior, before it goes silent.
+	// Path 1 runs at 2 Mbit/s, a fifth of its prior, before it goes
+	// silent; path 0 too (delivering, so not silent itself).
 	for now := 30; now <= 1030; now += 10 {
+		s.OnData(ms(now), req[0].Stream, 2500)
 		s.OnData(ms(now), req[1].Stream, 2500)
 	}
 	if est := s.Estimate(ms(1030), 1); est.Bandwidth > mbit(3) {
@@ -162,4 +164,67 @@ func TestResumedPathWithoutEstimateProbes(t *testing.T) {
 	if len(r) != 1 || r[0].Path != 1 || r[0].End-r[0].Start < 1<<20 {
 		t.Fatalf("resume without an estimate: requests %v, want a probe of a share of path 0's rest on path 1", r)
 	}
+}
+
+// A path silent for HandoverAfter while the other delivers gives its range
+// up (Aggregate, checkSilent); it gets work again only once it answers a
+// PING sent after that. Silence of both paths, or the partner's DATA
+// handled in one burst after a stall of the caller's own loop, moves
+// nothing.
+func TestSilentWhilePartnerDelivers(t *testing.T) {
+	const size = 20000000
+	// deliver gives each of paths' streams 12500 bytes every 10 ms.
+	deliver := func(s *Scheduler, from, to int, paths ...PathID) []Action {
+		var acts []Action
+		for now := from; now <= to; now += 10 {
+			for _, p := range paths {
+				for _, st := range append([]*stream(nil), s.live...) {
+					if st.path == p {
+						acts = append(acts, s.OnData(ms(now), st.id, 12500)...)
+					}
+				}
+			}
+		}
+		return acts
+	}
+	t.Run("partner delivers", func(t *testing.T) {
+		s, req := twoPathStart(t, size)
+		deliver(s, 30, 1000, 0, 1)
+		if acts := deliver(s, 1010, 1990, 1); len(kinds(acts, Reset)) != 0 {
+			t.Fatalf("path 0 silent for less than a second: %v", kinds(acts, Reset))
+		}
+		acts := deliver(s, 2000, 2000, 1)
+		if r := kinds(acts, Reset); len(r) != 1 || r[0].Stream != req[0].Stream {
+			t.Fatalf("path 0 silent for 1 s while path 1 delivers: resets %v, want path 0's stream %d", r, req[0].Stream)
+		}
+		if m := kinds(acts, Request); len(m) != 1 || m[0].Path != 1 || m[0].Start != req[0].Start+98*12500 {
+			t.Fatalf("requests %v, want path 0's rest from %d on path 1", m, req[0].Start+98*12500)
+		}
+		if st := s.Stats(0); st.Stalls != 1 || st.FirstStall != ms(2000) {
+			t.Errorf("stats %+v, want one stall at 2 s", st)
+		}
+		// The answer to a PING sent before the stall does not bring it back.
+		if acts := s.OnRTT(ms(2100), 0, 200*time.Millisecond); len(kinds(acts, Request)) != 0 {
+			t.Errorf("a PING sent before the stall answered: %v, want no work for path 0 yet", acts)
+		}
+		if acts := s.OnRTT(ms(2200), 0, 30*time.Millisecond); len(kinds(acts, Request)) != 1 || kinds(acts, Request)[0].Path != 0 {
+			t.Errorf("a PING sent after the stall answered: %v, want path 0 to take a share of path 1's work", acts)
+		}
+	})
+	t.Run("both silent", func(t *testing.T) {
+		s, _ := twoPathStart(t, size)
+		deliver(s, 30, 1000, 0, 1)
+		if acts := s.OnRTT(ms(5000), 1, 30*time.Millisecond); len(kinds(acts, Reset)) != 0 || s.Stats(0).Stalls != 0 {
+			t.Errorf("both paths silent for 4 s, then a PING answer on path 1: %v, want nothing moved", acts)
+		}
+	})
+	t.Run("burst after a stall of the caller", func(t *testing.T) {
+		s, _ := twoPathStart(t, size)
+		deliver(s, 30, 1000, 0, 1)
+		// Every path's events of the last 2 s are handled at 3 s, path 1's first.
+		acts := deliver(s, 3000, 3000, 1, 0)
+		if len(kinds(acts, Reset)) != 0 || s.Stats(0).Stalls != 0 {
+			t.Errorf("both paths' DATA handled at once after 2 s: %v, want nothing moved", kinds(acts, Reset))
+		}
+	})
 }
