@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shunt-net/shunt/h2/internal/flow"
@@ -117,13 +118,16 @@ type Conn struct {
 	// A detached server connection (Server.ServeConnDetached) parks while
 	// quiet: no read goroutine, its socket in the parker's epoll set
 	// (park.go). The fields after detached are under mu.
-	detached      bool
-	parkedNow     bool
-	parkToken     uint64
-	parkAdded     bool
-	readerWaiting bool   // the reader waits for input while busy
-	nudged        bool   // and a read deadline in the past is to end the wait
-	ended         func() // the server's end of the connection, after the read loop
+	detached  bool
+	parkedNow bool
+	parkToken uint64
+	parkAdded bool
+	ended     func() // the server's end of the connection, after the read loop
+	// busy counts open streams, running handlers and a running writer
+	// (changed under mu with the fields it mirrors), for the reader to
+	// tell a busy connection without the lock; waitState is park.go's.
+	busy      atomic.Int32
+	waitState atomic.Int32
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.
@@ -255,6 +259,7 @@ func (c *Conn) wakeWriterLocked() {
 		return
 	}
 	c.writerRunning = true
+	c.busy.Add(1)
 	c.writers.Add(1)
 	go c.writeLoop()
 	// The writer may set a read deadline (the drain after GOAWAY) that only

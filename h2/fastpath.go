@@ -47,8 +47,10 @@ func (c *Conn) remoteAddr() string {
 
 // goHandler runs the handler for st on an idle handler goroutine, or a new
 // one. Reuse matters for speed: a fresh goroutine's small stack is grown (and
-// copied) by nearly every handler, once per request.
+// copied) by nearly every handler, once per request. The caller holds c.mu.
 func (c *Conn) goHandler(st *stream, req *http.Request) {
+	c.handlers++
+	c.busy.Add(1)
 	job := handlerJob{c, st, req} // not a closure: that would be an allocation
 	idle := c.srv.idle()
 	select {

@@ -101,13 +101,27 @@ func (p *parker) loop() {
 	}
 }
 
+// The reader's wait for input while busy, as seen by the nudger
+// (Conn.waitState): set and checked without the connection's lock, so that
+// a busy reader, which runs out of input after nearly every burst of
+// requests, pays two atomic operations rather than two lock round trips
+// against the writer and handlers.
+const (
+	waitNone    int32 = iota
+	waitWaiting       // the reader waits (or is about to) for input while busy
+	waitNudged        // and a nudge set a read deadline in the past to end it
+)
+
 // park gives up the read goroutine if the connection is quiet; it reports
 // whether it did (the caller then returns at once), and else whether the
-// reader is about to wait for input while busy (see nudgeLocked). Busy
-// connections pay a lock here when their input runs out; only quiet ones
-// try a read without waiting (a wake-up's input is read, not parked on
-// again) and then register, under the lock that starting a writer or
-// closing takes.
+// reader is about to wait for input while busy (see nudgeLocked). A busy
+// connection (c.busy > 0) is told from a maybe-quiet one without the lock:
+// the reader says it waits, then reads busy, while whoever makes the
+// connection quiet lowers busy, then looks for a waiting reader (both
+// sequentially consistent), so at least one of them sees the other. Only
+// maybe-quiet ones take the lock, try a read without waiting (a wake-up's
+// input is read, not parked on again) and then register, under the lock
+// that starting a writer or closing takes.
 func (c *Conn) park() (parked, waiting bool) {
 	if !c.detached || c.br.rc == nil || c.br.pre != nil && c.br.pre.Buffered() > 0 || c.br.Buffered() > 0 || c.br.pending != nil || c.hb.active {
 		return false, false
@@ -116,26 +130,31 @@ func (c *Conn) park() (parked, waiting bool) {
 	if p == nil {
 		return false, false
 	}
-	c.mu.Lock()
-	if !c.quietLocked() {
-		c.readerWaiting = true
-		c.mu.Unlock()
+	c.waitState.Store(waitWaiting)
+	if c.busy.Load() > 0 {
 		return false, true
 	}
+	c.mu.Lock()
+	quiet := c.quietLocked()
 	c.mu.Unlock()
+	if !quiet {
+		return false, true
+	}
 	if c.br.poll() {
-		return false, false
+		return false, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.quietLocked() {
-		c.readerWaiting = true
 		return false, true
 	}
 	var err error
 	if cerr := c.br.rc.Control(func(fd uintptr) { err = p.add(c, int(fd)) }); cerr != nil || err != nil {
-		return false, false
+		return false, true
 	}
+	// Quiet under the lock: nobody nudges (nudgeLocked needs a writer or
+	// handler ending), so the state is still waitWaiting.
+	c.waitState.Store(waitNone)
 	c.parkedNow = true
 	// The Framer keeps a buffer as large as the largest frame it read
 	// (16 KB after a DATA frame), and its last frame: not while parked.
@@ -144,29 +163,28 @@ func (c *Conn) park() (parked, waiting bool) {
 }
 
 // nudgeLocked is called where a connection may turn quiet while its
-// reader waits (its writer or last handler ending): a read deadline in the
-// past ends the wait, and the reader goes round to park. Safe because the
-// reader waits with nothing buffered and no header block begun, where no
-// other read deadline is set, and clears it (unwait) under the same lock
-// before it reads again.
+// reader waits (its writer or last handler ending, after lowering busy): a
+// read deadline in the past ends the wait, and the reader goes round to
+// park. Safe because the reader waits with nothing buffered and no header
+// block begun, where no other read deadline is set, and clears it (unwait)
+// under the same lock before it reads again.
 func (c *Conn) nudgeLocked() {
-	if c.readerWaiting && !c.nudged && c.quietLocked() {
-		c.nudged = true
+	if c.quietLocked() && c.waitState.CompareAndSwap(waitWaiting, waitNudged) {
 		c.nc.SetReadDeadline(time.Unix(1, 0))
 	}
 }
 
 // unwait ends the reader's wait: it undoes a nudge, whose deadline error
 // is no error, and reports whether the reader has nothing to read (so it
-// goes round to park).
+// goes round to park). Without a nudge it takes no lock.
 func (c *Conn) unwait() (nothing bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.readerWaiting = false
-	if !c.nudged {
+	if c.waitState.CompareAndSwap(waitWaiting, waitNone) {
 		return false
 	}
-	c.nudged = false
+	// Nudged: the nudger set the deadline under c.mu, so it is set by now.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waitState.Store(waitNone)
 	c.nc.SetReadDeadline(time.Time{})
 	if errors.Is(c.br.pending, os.ErrDeadlineExceeded) {
 		c.br.pending = nil

@@ -375,7 +375,6 @@ func (w *responseWriter) Push(target string, opts *http.PushOptions) error {
 		c.resetStreamLocked(id, http2.ErrCodeInternal)
 		return err
 	}
-	c.handlers++
 	c.goHandler(pst, req)
 	return nil
 }

@@ -172,7 +172,6 @@ func (c *Conn) startUpgrade(up *Upgrade) error {
 	r := req.WithContext(ctx)
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.Body = body
-	c.handlers++
 	c.goHandler(st, r)
 	return nil
 }
@@ -268,7 +267,6 @@ func (c *Conn) onRequestHeaders() error {
 		}
 		c.remoteClosedLocked(st)
 	}
-	c.handlers++
 	c.goHandler(st, req)
 	return nil
 }
@@ -385,6 +383,7 @@ func (c *Conn) runHandler(st *stream, req *http.Request) {
 		}
 		c.mu.Lock()
 		c.handlers--
+		c.busy.Add(-1)
 		c.nudgeLocked()
 		c.mu.Unlock()
 		st.cancel()

@@ -129,6 +129,7 @@ func (c *Conn) newStream(id uint32, ours bool) *stream {
 	} else {
 		c.activePeer++
 	}
+	c.busy.Add(1)
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
@@ -175,6 +176,7 @@ func (c *Conn) closeStreamLocked(st *stream, err error) {
 	} else {
 		c.activePeer--
 	}
+	c.busy.Add(-1)
 	c.slotWait.Signal()
 	if err != nil {
 		if st.recv.err == nil {

@@ -59,6 +59,7 @@ func (c *Conn) writeLoop() {
 		for !c.hasWorkLocked() {
 			if c.closed {
 				c.writerRunning = false
+				c.busy.Add(-1)
 				c.mu.Unlock()
 				return
 			}
@@ -85,6 +86,7 @@ func (c *Conn) writeLoop() {
 			if !c.keepWriter && c.writerIdleLocked() {
 				// Idle: no goroutine nor buffers until there is output.
 				c.writerRunning = false
+				c.busy.Add(-1)
 				c.nudgeLocked()
 				c.putWriteBuffersLocked()
 				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
