@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/internal/faults"
 	"github.com/shunt-net/shunt/server"
 )
@@ -334,4 +335,84 @@ func TestMirrorsOutOfStep(t *testing.T) {
 	}
 	tally.Count(faults.Corrupt)
 	t.Fatalf("the file is neither version: ranges of both were spliced (paths %+v)", res.Paths)
+}
+
+// TestHintedServerKilled: the server of a Hinted's two paths is killed
+// (every socket closed at once) and started again 1 s later: both paths
+// are redialed and re-admitted, a Get asked during the outage completes
+// once one is back, and later Gets go where the policy puts them, every
+// body checked by length and content. Before redialing, both paths stayed
+// dead: every Get after the kill failed.
+func TestHintedServerKilled(t *testing.T) {
+	hd, err := content.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Close()
+	srv := &restartable{t: t, addr: "127.0.0.1:0", h: hd}
+	srv.start()
+	defer func() { srv.kill() }()
+	pol, err := hints.Parse("test.rules", "urgent -> path=exp\n* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Hinted{Client: &Client{Paths: []Path{loopPath("cheap", 0, 0), loopPath("exp", 0, 0)}, StallTimeout: 10 * time.Second},
+		Policy: pol, Cost: []float64{0, 1}}
+	base := "http://" + srv.addr
+	if err := h.Start(base); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	style := hints.Hint{Class: hints.Style, Size: 10000}
+	image := hints.Hint{Class: hints.Image, Size: 200000, Urgency: 2}
+	placed := func(when string) {
+		t.Helper()
+		if g := getChecked(t, h, base, style.Size, style); g.Path != 1 {
+			t.Errorf("%s: style on path %d, want exp", when, g.Path)
+		}
+		if g := getChecked(t, h, base, image.Size, image); g.Path != 0 {
+			t.Errorf("%s: image on path %d, want cheap", when, g.Path)
+		}
+	}
+	placed("before the kill")
+	srv.kill()
+	// Requests in flight when a connection dies fail with it; this one is
+	// asked once both paths know theirs died.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		dead := h.paths[0].pc.dead() && h.paths[1].pc.dead()
+		h.mu.Unlock()
+		if dead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the paths did not see their connections die")
+		}
+	}
+	during := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		g, err := h.Get(ctx, fmt.Sprintf("%s/gen/%d", base, image.Size), image, nil)
+		if err == nil && int64(len(g.Body)) != image.Size {
+			err = fmt.Errorf("%d of %d bytes", len(g.Body), image.Size)
+		}
+		if err == nil {
+			_, err = content.NewVerifier(0).Write(g.Body)
+		}
+		during <- err
+	}()
+	time.Sleep(time.Second)
+	srv.start()
+	if err := <-during; err != nil {
+		t.Fatalf("Get asked during the outage: %v", err)
+	}
+	placed("after the restart")
+	s := h.Stats()
+	for _, p := range s.Paths {
+		if p.Redials < 1 || p.Requests < 2 {
+			t.Errorf("path %s: %d redials, %d requests; want it redialed and used again", p.Name, p.Redials, p.Requests)
+		}
+	}
+	t.Logf("paths after the restart: %+v", s.Paths)
 }

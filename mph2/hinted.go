@@ -2,6 +2,7 @@ package mph2
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,12 @@ import (
 // of order (TCP_INFO tcpi_rcv_ooopack over tcpi_segs_in: what a receiver
 // sees of loss); the cost per byte from Cost.
 //
+// A path whose connection dies is redialed as a download's paths are
+// (backing off from 100 ms to 1 s, until Client.StallTimeout has passed
+// since the path last delivered) and re-admitted with fresh estimates; a
+// Get while no path is up waits for one. Requests in flight on the
+// connection that died fail.
+//
 // Objects are held in memory whole (web objects), so Get returns the body.
 type Hinted struct {
 	Client *Client
@@ -53,7 +60,9 @@ type Hinted struct {
 }
 
 type hintedPath struct {
-	pc        *pathConn
+	pc        *pathConn // replaced by its redial; guarded by Hinted.mu
+	down      bool      // its first dial failed, or redialing gave up
+	gone      int64     // DATA received on the path's earlier connections
 	dialStart time.Time
 	rtt       *estimate.RTT
 	minRTT    time.Duration
@@ -84,7 +93,8 @@ type HintedPathStats struct {
 	Name      string
 	Requests  int   // requests sent on the path (copies and tails included)
 	Used      int64 // body bytes of the path that went into returned objects
-	Received  int64 // DATA payload the path's connection received (h2 only), wasted bytes included
+	Received  int64 // DATA payload the path's connections received (h2 only), wasted bytes included
+	Redials   int   // connections that died and were replaced by a redial
 	RTT       time.Duration
 	Bandwidth float64 // bytes/s
 	Loss      float64
@@ -127,43 +137,123 @@ func (h *Hinted) Start(rawURL string) error {
 	h.u, h.stop = u, cancel
 	h.stats.Paths = make([]HintedPathStats, len(h.Client.Paths))
 	for i, p := range h.Client.Paths {
-		r, _ := estimate.NewRTT(rttSamples) // a positive count cannot fail
-		hp := &hintedPath{dialStart: time.Now(), rtt: r}
-		hp.pc = h.Client.conn(i, u)
+		hp := &hintedPath{}
+		hp.admit(h.Client.conn(i, u))
 		h.paths = append(h.paths, hp)
 		h.stats.Paths[i].Name = p.Label(i)
 		h.probers.Add(1)
-		go h.probe(ctx, hp)
+		go h.watch(ctx, i)
 	}
 	return nil
 }
 
-// probe measures one path until ctx ends: the handshake's RTT, then a PING
-// per interval, the DATA received per interval while busy, and TCP_INFO.
-func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
+// admit makes pc, still dialing, the path's connection, with estimates
+// measured afresh on it (the policy sees the path as connecting until its
+// handshake's RTT is in); h.mu is held or hp not yet shared.
+func (hp *hintedPath) admit(pc *pathConn) {
+	r, _ := estimate.NewRTT(rttSamples) // a positive count cannot fail
+	if hp.pc != nil {
+		hp.gone += hp.pc.received()
+	}
+	hp.pc, hp.dialStart, hp.rtt = pc, time.Now(), r
+	hp.minRTT, hp.bw, hp.loss = 0, 0, 0
+}
+
+// watch measures path i until ctx ends and redials it when its connection
+// dies, as a download's lost path is (redial.go): after a backoff that
+// starts over once the path delivers, until the next attempt would start
+// past the stall timeout since it last delivered (or first connected). A
+// path whose first dial fails is down; a redial that comes back speaking
+// another protocol than before (a server still starting: its h2c probe
+// unanswered) is dropped and dialed again.
+func (h *Hinted) watch(ctx context.Context, i int) {
 	defer h.probers.Done()
-	select {
-	case <-hp.pc.ready:
-	case <-ctx.Done():
-		return
-	}
-	if hp.pc.err != nil || hp.pc.h2 == nil {
-		return
-	}
 	h.mu.Lock()
-	hp.rtt.Add(hp.pc.connect)
-	hp.minRTT = hp.pc.connect
+	hp := h.paths[i]
+	pc := hp.pc
 	h.mu.Unlock()
-	last, lastAt := hp.pc.received(), time.Now()
+	var b backoff
+	var progress time.Time
+	proto := ""
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		rtt, err := hp.pc.h2.Conn().Ping(pctx)
-		cancel()
+		select {
+		case <-pc.ready:
+		case <-ctx.Done():
+			return
+		}
+		if pc.err == nil && (proto == "" || pc.proto == proto) {
+			if proto != "" {
+				h.mu.Lock()
+				h.stats.Paths[i].Redials++
+				h.mu.Unlock()
+			}
+			proto = pc.proto
+			if progress.IsZero() {
+				progress = time.Now()
+			}
+			if last := h.probe(ctx, hp, pc); !last.IsZero() {
+				progress = last
+				b.delivered()
+			}
+		} else if proto == "" {
+			h.mu.Lock()
+			hp.down = true
+			h.mu.Unlock()
+			return
+		}
 		if ctx.Err() != nil {
 			return
 		}
-		loss, lerr := tcpLoss(hp.pc.tcp)
-		now, got := time.Now(), hp.pc.received()
+		wait, ok := b.after(time.Now(), progress.Add(h.Client.stallTimeout()))
+		if !ok {
+			h.mu.Lock()
+			hp.down = true
+			h.mu.Unlock()
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+		if pc.err == nil && pc.proto != proto {
+			h.Client.forget(i, h.u, pc)
+			pc.close()
+		}
+		pc = h.Client.conn(i, h.u)
+		h.mu.Lock()
+		hp.admit(pc)
+		h.mu.Unlock()
+	}
+}
+
+// probe measures the path on its connection pc until ctx ends or pc dies:
+// the handshake's RTT, then a PING per interval, the DATA received per
+// interval while busy, and TCP_INFO. It returns when the path last received
+// DATA (zero: never).
+func (h *Hinted) probe(ctx context.Context, hp *hintedPath, pc *pathConn) (lastData time.Time) {
+	if pc.h2 == nil {
+		// HTTP/1.1: nothing to measure; the transport dials as it needs.
+		<-ctx.Done()
+		return
+	}
+	h.mu.Lock()
+	hp.rtt.Add(pc.connect)
+	hp.minRTT = pc.connect
+	h.mu.Unlock()
+	last, lastAt := pc.received(), time.Now()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rtt, err := pc.h2.Conn().Ping(pctx)
+		cancel()
+		if ctx.Err() != nil || pc.dead() {
+			return lastData
+		}
+		loss, lerr := tcpLoss(pc.tcp)
+		now, got := time.Now(), pc.received()
+		if got > last {
+			lastData = now
+		}
 		h.mu.Lock()
 		if err == nil {
 			hp.rtt.Add(rtt)
@@ -185,7 +275,9 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath) {
 		last, lastAt = got, now
 		select {
 		case <-ctx.Done():
-			return
+			return lastData
+		case <-pc.h2.Conn().Done():
+			return lastData
 		case <-time.After(h.pingInterval()):
 		}
 	}
@@ -228,10 +320,8 @@ func (h *Hinted) Stats() HintedStats {
 	defer h.mu.Unlock()
 	s := h.stats
 	s.Paths = append([]HintedPathStats(nil), h.stats.Paths...)
-	for i, n := range h.Client.Received() {
-		s.Paths[i].Received = n
-	}
 	for i, hp := range h.paths {
+		s.Paths[i].Received = hp.gone + hp.pc.received()
 		s.Paths[i].RTT, _ = hp.rtt.Estimate()
 		s.Paths[i].Bandwidth, s.Paths[i].Loss = hp.bw, hp.loss
 	}
@@ -425,35 +515,39 @@ func (h *Hinted) finish(d hints.Decision, win, primary, tail *hcopy, copies []*h
 	return g
 }
 
-// awaitFirst waits until a path's connection is up (or all failed).
+// awaitFirst waits until a path's connection is up, while a path is
+// dialing or being redialed; it fails once every path is down.
 func (h *Hinted) awaitFirst(ctx context.Context) error {
-	h.mu.Lock()
-	paths := h.paths
-	h.mu.Unlock()
-	if paths == nil {
-		return errors.New("mph2: Hinted not started")
-	}
 	for {
+		h.mu.Lock()
+		if h.paths == nil {
+			h.mu.Unlock()
+			return errors.New("mph2: Hinted not started")
+		}
 		var errs []error
-		wait := make([]<-chan struct{}, 0, len(paths))
-		for _, hp := range paths {
-			select {
-			case <-hp.pc.ready:
-				if hp.pc.err == nil {
-					return nil
-				}
+		var wait <-chan struct{}
+		for i, hp := range h.paths {
+			switch {
+			case hp.down && hp.pc.err != nil:
 				errs = append(errs, hp.pc.err)
-			default:
-				wait = append(wait, hp.pc.ready)
+			case hp.down:
+				errs = append(errs, fmt.Errorf("path %s: connection lost, redialed %d times", h.stats.Paths[i].Name, h.stats.Paths[i].Redials))
+			case !hp.pc.dead() && isClosed(hp.pc.ready):
+				h.mu.Unlock()
+				return nil
+			case wait == nil && !isClosed(hp.pc.ready):
+				wait = hp.pc.ready
 			}
 		}
-		if len(wait) == 0 {
+		h.mu.Unlock()
+		if len(errs) == len(h.Client.Paths) {
 			return errors.Join(errs...)
 		}
-		// Wait for any of them: poll the first few milliseconds apart
-		// rather than a goroutine per path and call.
+		// Wait for a dial to end, polling a few milliseconds apart (a
+		// path between redials has none) rather than a goroutine per
+		// path and call.
 		select {
-		case <-wait[0]:
+		case <-wait:
 		case <-time.After(time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
@@ -461,17 +555,21 @@ func (h *Hinted) awaitFirst(ctx context.Context) error {
 	}
 }
 
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // fetchCopy runs one copy: the request on its path, the body read into
 // its buffer.
 func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr http.Header) error {
-	pc := h.paths[c.path].pc
-	select {
-	case <-pc.ready:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if pc.err != nil {
-		return pc.err
+	pc, err := h.liveConn(ctx, c.path)
+	if err != nil {
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -538,6 +636,37 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 		}
 	}
 	return nil
+}
+
+// liveConn returns path p's connection once it is up: it waits while the
+// connection dials, and while the path is redialed after its connection
+// died (the policy may choose a path that is connecting); it fails once
+// the path is down.
+func (h *Hinted) liveConn(ctx context.Context, p int) (*pathConn, error) {
+	for {
+		h.mu.Lock()
+		pc := h.paths[p].pc
+		h.mu.Unlock()
+		select {
+		case <-pc.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if pc.err == nil && !pc.dead() {
+			return pc, nil
+		}
+		h.mu.Lock()
+		down := h.paths[p].down && h.paths[p].pc == pc
+		h.mu.Unlock()
+		if down {
+			return nil, cmp.Or(pc.err, errors.New("connection lost, not redialed"))
+		}
+		select { // until the path's next dial starts
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // rangeTotal checks a Content-Range of bytes off-(total-1)/total and
