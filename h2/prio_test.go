@@ -24,13 +24,7 @@ func TestPriorityOrdersData(t *testing.T) {
 	})
 	ts := startServer(t, h, Config{}, false)
 	rc := dialRaw(t, ts.addr)
-	// Use up the connection window (65535, never replenished by us).
-	rc.request(1, "/gen/65535", true)
-	if rc.readUntil(5*time.Second, func(f http2.Frame) bool {
-		return f.Header().StreamID == 1 && f.Header().Flags.Has(http2.FlagDataEndStream)
-	}) == nil {
-		t.Fatal("first response did not complete")
-	}
+	rc.useUpWindow(1)
 	for _, r := range []struct {
 		id uint32
 		p  string
@@ -47,20 +41,7 @@ func TestPriorityOrdersData(t *testing.T) {
 		}
 	}
 	rc.fr.WriteWindowUpdate(0, 200000)
-	var order []uint32
-	ended := 0
-	rc.readUntil(5*time.Second, func(f http2.Frame) bool {
-		if d, ok := f.(*http2.DataFrame); ok {
-			order = append(order, d.StreamID)
-			if d.StreamEnded() {
-				ended++
-			}
-		}
-		return ended == 2
-	})
-	if ended != 2 {
-		t.Fatalf("responses incomplete, DATA order %v", order)
-	}
+	order := rc.dataOrder(2)
 	seen3 := false
 	for _, id := range order {
 		seen3 = seen3 || id == 3

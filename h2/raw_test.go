@@ -82,6 +82,39 @@ func (rc *rawClient) readFrameUntil(timeout time.Duration, match func(http2.Fram
 	}
 }
 
+// useUpWindow spends the server's connection window (65535, never
+// replenished here) on a response to stream id.
+func (rc *rawClient) useUpWindow(id uint32) {
+	rc.t.Helper()
+	rc.request(id, "/gen/65535", true)
+	if rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		return f.Header().StreamID == id && f.Header().Flags.Has(http2.FlagDataEndStream)
+	}) == nil {
+		rc.t.Fatal("the response using up the window did not complete")
+	}
+}
+
+// dataOrder reads frames until n streams have ended their DATA and returns
+// the stream of each DATA frame in the order they came.
+func (rc *rawClient) dataOrder(n int) []uint32 {
+	rc.t.Helper()
+	var order []uint32
+	ended := 0
+	rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			order = append(order, d.StreamID)
+			if d.StreamEnded() {
+				ended++
+			}
+		}
+		return ended == n
+	})
+	if ended != n {
+		rc.t.Fatalf("%d of %d streams ended, DATA order %v", ended, n, order)
+	}
+	return order
+}
+
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
