@@ -206,3 +206,51 @@ func TestRacy(t *testing.T) {
 		}
 	}
 }
+
+// ServeInline answers plain GETs and HEADs of cached files as ServeHTTP
+// does, and declines everything else without touching the response.
+func TestServeInline(t *testing.T) {
+	h, dir := cachedHandler(t)
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	body := bytes.Repeat([]byte("<html>shunt</html>\n"), 100)
+	oldFile(t, dir, "p.html", body, mtime)
+	inline := func(method, target string, hdr ...string) (*httptest.ResponseRecorder, bool) {
+		r := httptest.NewRequest(method, target, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		return w, h.ServeInline(w, r)
+	}
+	declined := func(method, target string, hdr ...string) {
+		t.Helper()
+		w, ok := inline(method, target, hdr...)
+		if ok || len(w.Header()) != 0 || w.Body.Len() != 0 {
+			t.Errorf("%s %s %v: answered %v, headers %v, %d body bytes; want declined, untouched", method, target, hdr, ok, w.Header(), w.Body.Len())
+		}
+	}
+	declined("GET", "/p.html") // not cached yet
+	do(h, "GET", "/p.html")    // now it is
+	for _, method := range []string{"GET", "HEAD"} {
+		w, ok := inline(method, "/p.html")
+		want := do(h, method, "/p.html")
+		if !ok || w.Code != want.Code || !bytes.Equal(w.Body.Bytes(), want.Body.Bytes()) || len(w.Header()) != len(want.Header()) {
+			t.Fatalf("%s: answered %v, status %d, %d bytes, headers %v; ServeHTTP: %d, %d bytes, %v", method, ok, w.Code, w.Body.Len(), w.Header(), want.Code, want.Body.Len(), want.Header())
+		}
+		for k, v := range want.Header() {
+			if !slices.Equal(w.Header()[k], v) {
+				t.Errorf("%s: %s %q, ServeHTTP %q", method, k, w.Header()[k], v)
+			}
+		}
+	}
+	declined("GET", "/p.html", "Range", "bytes=0-9")
+	declined("GET", "/p.html", "If-None-Match", fileETag(mtime, int64(len(body))))
+	declined("POST", "/p.html")
+	declined("GET", "/gen/10")
+	declined("GET", "/missing")
+	declined("GET", "/../p.html")
+	gen, _ := NewHandler("")
+	if gen.ServeInline(httptest.NewRecorder(), httptest.NewRequest("GET", "/p.html", nil)) {
+		t.Error("a handler without a root answered inline")
+	}
+}

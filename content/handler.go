@@ -78,9 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
-	// Reject rather than clean "..": a request that tries to climb is not a
-	// request for some other file. os.Root also stops symlinks leaving root.
-	if !strings.HasPrefix(p, "/") || hasDotDot(p) {
+	if !validPath(p) {
 		http.Error(w, "bad path", http.StatusBadRequest)
 		return
 	}
@@ -98,13 +96,44 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	h.serveFile(w, r, strings.TrimPrefix(path.Clean(p), "/"))
+	h.serveFile(w, r, fileName(p))
 }
 
-func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {
+// ServeInline answers a GET or HEAD without conditions or ranges of a file
+// in the cache, whose stat is fresh, and reports false for everything else
+// (h2.InlineHandler): an answer from memory never blocks, so the HTTP/2
+// engine serves it on the connection's reader, without a handler goroutine.
+func (h *Handler) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || h.root == nil || !validPath(p) ||
+		strings.HasPrefix(p, GenPrefix) || !plainRequest(r.Header) {
+		return false
+	}
+	name := fileName(p)
+	e := h.cache.quick(h.dirfd, name)
+	if e == nil {
+		return false
+	}
+	e.serve(w, r, name)
+	return true
+}
+
+// validPath: a request path that starts with a slash and has no ".."
+// segment. Rejected rather than cleaned: a request that tries to climb is
+// not a request for some other file. os.Root also stops symlinks leaving
+// root.
+func validPath(p string) bool { return strings.HasPrefix(p, "/") && !hasDotDot(p) }
+
+// fileName is the name under root of the valid request path p.
+func fileName(p string) string {
+	name := strings.TrimPrefix(path.Clean(p), "/")
 	if name == "" {
 		name = "."
 	}
+	return name
+}
+
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	if e := h.cache.quick(h.dirfd, name); e != nil {
 		e.serve(w, r, name)
 		return

@@ -51,6 +51,7 @@ type Conn struct {
 	rfr      *http2.Framer
 	hdec     *hpack.Decoder
 	hb       headerBlock
+	inline   []inlineJob // requests for the InlineHandler, after the frame's unlock
 
 	// Owned by the write goroutine.
 	bw      *bufio.Writer

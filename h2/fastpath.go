@@ -28,13 +28,29 @@ func (x *streamContext) Value(key any) any {
 	return x.Context.Value(key)
 }
 
-// newStreamContext sets st's context and its cancel function.
-func (c *Conn) newStreamContext(st *stream) context.Context {
-	ctx, cancel := context.WithCancel(c.ctx)
-	st.sctx = streamContext{Context: ctx, c: c, st: st}
-	st.ctx, st.cancel = &st.sctx, cancel
+// newStreamContext sets st's context and its cancel function: a context of
+// its own if cancellable, else the connection's (an inline handler's,
+// which nothing waits on: no context to make, nor to add to and remove
+// from the connection context's children).
+func (c *Conn) newStreamContext(st *stream, cancellable bool) context.Context {
+	st.sctx = streamContext{Context: c.ctx, c: c, st: st}
+	st.ctx, st.cancel = &st.sctx, noCancel
+	if cancellable {
+		c.cancellableLocked(st)
+	}
 	return st.ctx
 }
+
+// cancellableLocked gives st's context a cancel of its own. A request made
+// for an inline handler gets it before a handler goroutine takes it over.
+func (c *Conn) cancellableLocked(st *stream) {
+	st.sctx.Context, st.cancel = context.WithCancel(c.ctx)
+	if st.state == stateClosed {
+		st.cancel() // reset meanwhile: closeStreamLocked had nothing to cancel
+	}
+}
+
+func noCancel() {}
 
 // remoteAddr is the peer's address as http.Request.RemoteAddr shows it. The
 // caller holds c.mu.
@@ -49,8 +65,18 @@ func (c *Conn) remoteAddr() string {
 // one. Reuse matters for speed: a fresh goroutine's small stack is grown (and
 // copied) by nearly every handler, once per request. The caller holds c.mu.
 func (c *Conn) goHandler(st *stream, req *http.Request) {
+	c.countHandlerLocked()
+	c.handOff(st, req)
+}
+
+// countHandlerLocked counts a handler about to run.
+func (c *Conn) countHandlerLocked() {
 	c.handlers++
 	c.busy.Add(1)
+}
+
+// handOff runs a counted handler on a handler goroutine.
+func (c *Conn) handOff(st *stream, req *http.Request) {
 	job := handlerJob{c, st, req} // not a closure: that would be an allocation
 	idle := c.srv.idle()
 	select {

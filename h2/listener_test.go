@@ -116,12 +116,14 @@ func (ts *testServer) close() {
 // request body, or echoes the body for POST /echo.
 var helloBody = []byte("hello from shunt h2\n")
 
+// testHandler serves / (bodiless requests inline, as a static file server
+// does, so that the conformance tests run the inline path too), /echo and
+// /gen/N.
 func testHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(helloBody)
+		writeHello(w)
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Bytes")
@@ -133,7 +135,24 @@ func testHandler() http.Handler {
 		w.Header().Set("Content-Length", itoa64(n))
 		writeGen(w, n)
 	})
-	return mux
+	return inlineHello{mux}
+}
+
+// inlineHello answers / on the reader (InlineHandler), the rest through
+// its ServeMux.
+type inlineHello struct{ *http.ServeMux }
+
+func (h inlineHello) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/" {
+		return false
+	}
+	writeHello(w)
+	return true
+}
+
+func writeHello(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write(helloBody)
 }
 
 // genHandler serves only /gen/N, without a ServeMux, to measure the engine

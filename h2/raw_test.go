@@ -2,6 +2,7 @@ package h2
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -28,6 +29,26 @@ func dialRaw(t testing.TB, addr string, settings ...http2.Setting) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawOver(t, nc, settings...)
+}
+
+// dialRawTS dials ts, over TLS (ALPN h2) if it serves TLS.
+func dialRawTS(t testing.TB, ts *testServer) *rawClient {
+	t.Helper()
+	if ts.tls == nil {
+		return dialRaw(t, ts.addr)
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	nc, err := tls.DialWithDialer(d, "tcp", ts.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rawOver(t, nc)
+}
+
+// rawOver starts HTTP/2 on nc: the preface and a SETTINGS frame.
+func rawOver(t testing.TB, nc net.Conn, settings ...http2.Setting) *rawClient {
+	t.Helper()
 	t.Cleanup(func() { nc.Close() })
 	rc := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
 	rc.enc = hpack.NewEncoder(&rc.hbuf)

@@ -99,6 +99,11 @@ func (c *Conn) readFrames() bool {
 		for _, fn := range deferred {
 			fn()
 		}
+		for i, j := range c.inline {
+			c.serveInline(j)
+			c.inline[i] = inlineJob{}
+		}
+		c.inline = c.inline[:0]
 		if stop {
 			break
 		}

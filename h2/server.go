@@ -39,6 +39,24 @@ type Server struct {
 	idleHandlers chan handlerJob // see goHandler
 }
 
+// InlineHandler is an http.Handler that can answer some requests without
+// blocking, such as a static file already in memory. The engine offers it
+// each request without a body on the connection's read goroutine, once the
+// frame is processed: an answer there costs no hand-off to a handler
+// goroutine and back (two goroutine wake-ups a request, the largest part of
+// the scheduler's share of the CPU under h2load). ServeInline answers r and
+// reports true, or reports false having touched neither w nor r, and
+// ServeHTTP then answers r on a handler goroutine. It must not block: no
+// waiting on the network, on locks held across I/O or on the request's
+// context; the response travels through the same send queue, flow control
+// and RFC 9218 scheduler as a handler's. r's context is the connection's
+// (with the stream and the Conn as values), not cancelled with the stream:
+// nothing waits on it.
+type InlineHandler interface {
+	http.Handler
+	ServeInline(w http.ResponseWriter, r *http.Request) bool
+}
+
 // idle hands work to the server's handler goroutines waiting for their
 // next request; unbuffered, so a send succeeds only when one is idle. One
 // per server (not per process), so a server's goroutines are its own.
@@ -168,7 +186,7 @@ func (c *Conn) startUpgrade(up *Upgrade) error {
 	if body == nil {
 		body = http.NoBody
 	}
-	ctx := c.newStreamContext(st)
+	ctx := c.newStreamContext(st, true)
 	r := req.WithContext(ctx)
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.Body = body
@@ -255,7 +273,9 @@ func (c *Conn) onRequestHeaders() error {
 		}
 		return nil
 	}
-	req, err := c.newRequest(st, rh, hb.fields, !hb.end)
+	ih, inline := c.srv.Handler.(InlineHandler)
+	inline = inline && hb.end
+	req, err := c.newRequest(st, rh, hb.fields, !hb.end, !inline)
 	if err != nil {
 		c.closeStreamLocked(st, err)
 		return streamError{id, http2.ErrCodeProtocol, err.Error()}
@@ -267,8 +287,47 @@ func (c *Conn) onRequestHeaders() error {
 		}
 		c.remoteClosedLocked(st)
 	}
+	if inline {
+		c.countHandlerLocked()
+		c.inline = append(c.inline, inlineJob{ih, st, req})
+		return nil
+	}
 	c.goHandler(st, req)
 	return nil
+}
+
+// inlineJob is a request for the server's InlineHandler, which the read
+// loop offers it once the frame's lock is released.
+type inlineJob struct {
+	h   InlineHandler
+	st  *stream
+	req *http.Request
+}
+
+// serveInline offers a request to the InlineHandler on the read goroutine;
+// if it declines, a handler goroutine answers it, with a context cancelled
+// with the stream.
+func (c *Conn) serveInline(j inlineJob) {
+	if c.runInline(j) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancellableLocked(j.st)
+	c.handOff(j.st, j.req)
+}
+
+// runInline runs the InlineHandler and reports whether it answered (or
+// panicked, which ends the stream as a handler's panic does).
+func (c *Conn) runInline(j inlineJob) (served bool) {
+	rw := c.newResponseWriter(j.st, j.req)
+	defer func() {
+		if p := recover(); p != nil || served {
+			c.handlerDone(j.st, j.req, p)
+			served = true
+		}
+	}()
+	return j.h.ServeInline(rw, j.req)
 }
 
 // onTrailers handles a second header block on an open stream.
@@ -298,7 +357,9 @@ func (c *Conn) respondLocked(st *stream, status int) {
 	c.localClosedLocked(st)
 }
 
-func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField, hasBody bool) (*http.Request, error) {
+// newRequest makes a stream's http.Request; cancellable gives it a context
+// of its own (a handler goroutine's), else the connection's (inline).
+func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField, hasBody, cancellable bool) (*http.Request, error) {
 	var u *url.URL
 	var err error
 	switch {
@@ -327,7 +388,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		rb = &streamBody{c: c, st: st, closeCode: http2.ErrCodeNo}
 		body = rb
 	}
-	ctx := c.newStreamContext(st)
+	ctx := c.newStreamContext(st, cancellable)
 	// A value, so that WithContext's copy is the request's only allocation.
 	req := http.Request{
 		Method:        rh.method,
@@ -365,37 +426,47 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 
 // runHandler runs the application's handler for one stream.
 func (c *Conn) runHandler(st *stream, req *http.Request) {
-	rw := &st.rw
-	*rw = responseWriter{c: c, st: st, req: req, status: 0, contentLength: -1}
-	rw.isHead = req.Method == http.MethodHead
-	defer func() {
-		if p := recover(); p != nil {
-			if p != http.ErrAbortHandler {
-				buf := make([]byte, 8<<10)
-				buf = buf[:runtime.Stack(buf, false)]
-				log.Printf("h2: panic serving %v %s: %v\n%s", c.nc.RemoteAddr(), req.URL, p, buf)
-			}
-			c.mu.Lock()
-			c.resetStreamLocked(st.id, http2.ErrCodeInternal)
-			c.mu.Unlock()
-		} else {
-			rw.finish()
-		}
-		c.mu.Lock()
-		c.handlers--
-		c.busy.Add(-1)
-		c.nudgeLocked()
-		c.mu.Unlock()
-		st.cancel()
-		if b, ok := req.Body.(*streamBody); ok {
-			b.Close()
-		}
-	}()
+	rw := c.newResponseWriter(st, req)
+	defer func() { c.handlerDone(st, req, recover()) }()
 	h := c.srv.Handler
 	if h == nil {
 		h = http.DefaultServeMux
 	}
 	h.ServeHTTP(rw, req)
+}
+
+// newResponseWriter readies st's ResponseWriter for req.
+func (c *Conn) newResponseWriter(st *stream, req *http.Request) *responseWriter {
+	rw := &st.rw
+	*rw = responseWriter{c: c, st: st, req: req, status: 0, contentLength: -1}
+	rw.isHead = req.Method == http.MethodHead
+	return rw
+}
+
+// handlerDone completes a stream's response after its handler returned,
+// or resets the stream if the handler panicked with p.
+func (c *Conn) handlerDone(st *stream, req *http.Request, p any) {
+	if p != nil {
+		if p != http.ErrAbortHandler {
+			buf := make([]byte, 8<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			log.Printf("h2: panic serving %v %s: %v\n%s", c.nc.RemoteAddr(), req.URL, p, buf)
+		}
+		c.mu.Lock()
+		c.resetStreamLocked(st.id, http2.ErrCodeInternal)
+		c.mu.Unlock()
+	} else {
+		st.rw.finish()
+	}
+	c.mu.Lock()
+	c.handlers--
+	c.busy.Add(-1)
+	c.nudgeLocked()
+	c.mu.Unlock()
+	st.cancel()
+	if b, ok := req.Body.(*streamBody); ok {
+		b.Close()
+	}
 }
 
 // takeTrailers moves received trailers into *dst once the body hit EOF.

@@ -1,0 +1,168 @@
+package h2
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// inlineBody is what /inline/N serves (its first N bytes), as a static
+// file server serves a cached file: shared, never modified.
+var inlineBody = bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyz"), 4000)
+
+// inlineTest answers /inline/N on the reader and declines everything else;
+// /panic panics there. ServeHTTP answers /inline/N too (a request with a
+// body is never offered inline) and holds /decline until its context ends.
+type inlineTest struct {
+	inline, handler atomic.Int32
+	cancelled       chan struct{}
+}
+
+func (h *inlineTest) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path == "/panic" {
+		panic("inline handler panics")
+	}
+	if !strings.HasPrefix(r.URL.Path, "/inline/") {
+		return false
+	}
+	if r.Context().Value(ConnContextKey) == nil {
+		panic("no Conn in an inline request's context")
+	}
+	h.inline.Add(1)
+	h.serve(w, r)
+	return true
+}
+
+func (h *inlineTest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.handler.Add(1)
+	if r.URL.Path == "/decline" {
+		<-r.Context().Done()
+		close(h.cancelled)
+		return
+	}
+	io.Copy(io.Discard, r.Body)
+	h.serve(w, r)
+}
+
+func (h *inlineTest) serve(w http.ResponseWriter, r *http.Request) {
+	n := int(parseSize(strings.TrimPrefix(r.URL.Path, "/inline/")))
+	w.Header().Set("Content-Length", itoa64(int64(n)))
+	w.(SharedWriter).WriteShared(inlineBody[:n])
+}
+
+// readBody reads stream id's response body until END_STREAM.
+func (rc *rawClient) readBody(id uint32) []byte {
+	rc.t.Helper()
+	var body []byte
+	if rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == id {
+			body = append(body, d.Data()...)
+			return d.StreamEnded()
+		}
+		return false
+	}) == nil {
+		rc.t.Fatalf("stream %d: response incomplete after %d bytes", id, len(body))
+	}
+	return body
+}
+
+// TestInlineHandler: bodiless requests an InlineHandler accepts are answered
+// without ServeHTTP; one with a body, and one it declines, go to ServeHTTP,
+// and a declined one's context is cancelled with its stream; a panic
+// resets only its stream.
+func TestInlineHandler(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		h := &inlineTest{cancelled: make(chan struct{})}
+		ts := startServer(t, h, Config{}, useTLS)
+		rc := dialRawTS(t, ts)
+		rc.fr.WriteWindowUpdate(0, 1<<20) // 140,000 is over the RFC's 65,535
+		for i, size := range []int{0, 100, 20000, 140000} {
+			id := uint32(1 + 2*i)
+			rc.request(id, "/inline/"+itoa64(int64(size)), true)
+			rc.fr.WriteWindowUpdate(id, 1<<20)
+			if size == 0 {
+				if rc.readUntil(5*time.Second, isStatus(id, "200")) == nil {
+					t.Fatalf("tls %v: no 200 for an empty inline response", useTLS)
+				}
+				continue
+			}
+			if got := rc.readBody(id); !bytes.Equal(got, inlineBody[:size]) {
+				t.Fatalf("tls %v: inline response of %d bytes: got %d bytes, not the body", useTLS, size, len(got))
+			}
+		}
+		if h.inline.Load() != 4 || h.handler.Load() != 0 {
+			t.Fatalf("tls %v: %d inline, %d by ServeHTTP; want 4, 0", useTLS, h.inline.Load(), h.handler.Load())
+		}
+		// With a body: ServeHTTP.
+		rc.request(9, "/inline/50", false)
+		rc.fr.WriteData(9, true, []byte("body"))
+		if got := rc.readBody(9); !bytes.Equal(got, inlineBody[:50]) || h.handler.Load() != 1 {
+			t.Fatalf("tls %v: request with a body: %d bytes, %d by ServeHTTP", useTLS, len(got), h.handler.Load())
+		}
+		// Declined: ServeHTTP, whose context the client's reset cancels.
+		rc.request(11, "/decline", true)
+		waitFor(t, "the declined request's handler", func() bool { return h.handler.Load() == 2 })
+		rc.fr.WriteRSTStream(11, http2.ErrCodeCancel)
+		select {
+		case <-h.cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("tls %v: a declined request's context not cancelled by RST_STREAM", useTLS)
+		}
+		// A panic resets its stream; the connection serves on.
+		rc.request(13, "/panic", true)
+		if rc.readUntil(5*time.Second, isRST(13, http2.ErrCodeInternal)) == nil {
+			t.Fatalf("tls %v: no RST_STREAM(INTERNAL_ERROR) after an inline panic", useTLS)
+		}
+		rc.request(15, "/inline/10", true)
+		if got := rc.readBody(15); !bytes.Equal(got, inlineBody[:10]) {
+			t.Fatalf("tls %v: after a panic: %q", useTLS, got)
+		}
+	}
+}
+
+// TestInlinePriority: inline responses held behind the connection window
+// leave in RFC 9218 order when it opens, as handlers' do.
+func TestInlinePriority(t *testing.T) {
+	h := &inlineTest{}
+	ts := startServer(t, h, Config{}, false)
+	rc := dialRaw(t, ts.addr)
+	rc.request(1, "/inline/65535", true) // uses up the connection window
+	rc.readBody(1)
+	// The reader answers both before it reads the WINDOW_UPDATE after them.
+	for _, r := range []struct {
+		id uint32
+		p  string
+	}{{3, "u=5"}, {5, "u=1"}} {
+		blk := rc.block("/inline/60000", hpack.HeaderField{Name: "priority", Value: r.p})
+		rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.id, BlockFragment: blk, EndStream: true, EndHeaders: true})
+	}
+	rc.fr.WriteWindowUpdate(0, 200000)
+	var order []uint32
+	ended := 0
+	rc.readUntil(5*time.Second, func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok {
+			order = append(order, d.StreamID)
+			if d.StreamEnded() {
+				ended++
+			}
+		}
+		return ended == 2
+	})
+	if ended != 2 || h.inline.Load() != 3 {
+		t.Fatalf("responses incomplete (%d inline), DATA order %v", h.inline.Load(), order)
+	}
+	seen3 := false
+	for _, id := range order {
+		seen3 = seen3 || id == 3
+		if id == 5 && seen3 {
+			t.Fatalf("u=5 stream 3 sent before u=1 stream 5 finished: %v", order)
+		}
+	}
+}
