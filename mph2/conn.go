@@ -31,7 +31,7 @@ type pathConn struct {
 	ready chan struct{} // closed once dialed; then the fields below are set
 	err   error
 	h2    *h2.ClientConn
-	h1    *http.Transport
+	h1    h1Transport
 	proto string       // "h2", "h2c" or "http/1.1"
 	data  atomic.Int64 // DATA payload bytes received on the h2 connection
 	// last is when the h2 connection last received a frame of any type, as
@@ -42,6 +42,13 @@ type pathConn struct {
 	// tcp the TCP connection under TLS (for TCP_INFO); h2 only.
 	connect time.Duration
 	tcp     net.Conn
+}
+
+// h1Transport is what a path needs of its HTTP/1.1 transport: an
+// *http.Transport, or a test's fake.
+type h1Transport interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 // lastFrame is when the h2 connection last received a frame; zero if never.

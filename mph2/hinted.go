@@ -1,7 +1,6 @@
 package mph2
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -39,7 +38,9 @@ import (
 // Get while no path is up waits for one. Requests in flight on the
 // connection that died fail.
 //
-// Objects are held in memory whole (web objects), so Get returns the body.
+// Each copy of an object is held in memory (web objects), so Get returns
+// the body; RoundTrip passes the body on as it arrives, in order: the first
+// response's bytes, then those of the copy that completed first (hobject).
 type Hinted struct {
 	Client *Client
 	Policy *hints.Policy
@@ -47,8 +48,9 @@ type Hinted struct {
 	Cost         []float64
 	PingInterval time.Duration // default 100 ms
 	TailCheck    time.Duration // how often a transfer with a tail threshold is looked at; default 5 ms
-	// Placed, if set, is told of every object RoundTrip returns: the hint
-	// the request's headers gave and where the object came from.
+	// Placed, if set, is told of every response RoundTrip returns: the hint
+	// the request's headers gave and the path of the response whose header
+	// it passes on (before the body has arrived).
 	Placed func(req *http.Request, hint hints.Hint, g *Got)
 
 	mu      sync.Mutex
@@ -331,7 +333,7 @@ func (h *Hinted) Stats() HintedStats {
 // Got is one object as Get returned it.
 type Got struct {
 	Status int
-	Header http.Header // the used response's (a tail's Content-Range aside)
+	Header http.Header // the first response's (a redundant copy's and a tail's are checked against it)
 	Body   []byte
 	// Decision is the policy's; Path the path whose response (or whose
 	// head, when its tail was re-requested) was used; TailPath the tail's
@@ -345,7 +347,7 @@ type Got struct {
 }
 
 // hcopy is one request of an object on one path: the whole object, or from
-// off on (a tail).
+// off on (a tail). The fields after learn are guarded by its object's mu.
 type hcopy struct {
 	path   int
 	off    int64
@@ -354,14 +356,50 @@ type hcopy struct {
 	// the path (Sent, and Queued until the copy ends) once it is known.
 	learn bool
 
-	mu     sync.Mutex
 	size   int64 // the object's size; -1 until the response says
 	got    int64 // body bytes read, from off
 	first  time.Time
 	last   time.Time
 	status int
 	header http.Header
-	buf    []byte // read by the owner only after the copy ended
+	// buf[:got] is read by the object's stream while the copy still writes
+	// buf[got:].
+	buf []byte
+}
+
+// hobject is one object's copies and the byte stream the application reads
+// from them (an io.ReadCloser). The lead copy, the first whose response
+// came (normally the primary), passes its bytes on as they arrive; once a
+// copy completes first (the winner), the stream goes on from the winner at
+// the offset already delivered (from the lead up to where a winning tail
+// starts). A copy's bytes are used only once its response matched the
+// lead's (length and validators), so the stream never repeats, skips or
+// mixes bytes of different representations.
+type hobject struct {
+	h      *Hinted
+	d      hints.Decision
+	placed int64 // the hint's size, counted on the decision's paths
+	learn  bool  // no size in the hint: copies count the response's
+	rawURL string
+	hdr    http.Header
+	req    time.Time
+	ctx    context.Context
+	cancel context.CancelFunc // every copy
+	events chan copyDone
+	ended  chan struct{} // closed once every copy has ended (run returned)
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	copies    []*hcopy // primary, redundant copy, tail, in the order started
+	tail      *hcopy
+	lead      *hcopy
+	winner    *hcopy
+	done      time.Time // the winner completed
+	err       error     // every copy failed
+	delivered int64
+	used      []int64 // bytes delivered per path
+	closed    bool
+	settled   bool
 }
 
 type copyDone struct {
@@ -369,9 +407,12 @@ type copyDone struct {
 	err error
 }
 
-// Get fetches rawURL (on the server Start named) with hint, placing its
-// request by the policy; hdr are extra request headers (Priority).
-func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*Got, error) {
+// errBodyClosed is what a stream's Read returns after Close.
+var errBodyClosed = errors.New("mph2: hinted body read after Close")
+
+// open places rawURL's request by the policy and starts its copies; the
+// object's stream can be read at once (Read waits for the bytes).
+func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*hobject, error) {
 	if err := h.awaitFirst(ctx); err != nil {
 		return nil, err
 	}
@@ -393,36 +434,75 @@ func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr ht
 		h.stats.Redundant++
 	}
 	h.mu.Unlock()
+	o := &hobject{h: h, d: d, placed: placed, learn: hint.Size < 0, rawURL: rawURL, hdr: hdr, req: now, events: make(chan copyDone, 3),
+		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
+	o.cond = sync.NewCond(&o.mu)
+	o.ctx, o.cancel = context.WithCancel(ctx)
+	o.start(d.Path, 0)
+	if d.Redundant() {
+		o.start(d.Second, 0)
+	}
+	go o.run()
+	return o, nil
+}
+
+// start runs one copy of the object on path from offset off.
+func (o *hobject) start(path int, off int64) *hcopy {
+	cctx, cancel := context.WithCancel(o.ctx)
+	c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: o.learn}
+	hdr := o.hdr
+	if off > 0 {
+		hdr = o.rangeHeader(off)
+	}
+	o.mu.Lock()
+	o.copies = append(o.copies, c)
+	o.mu.Unlock()
+	o.h.mu.Lock()
+	o.h.stats.Paths[path].Requests++
+	o.h.mu.Unlock()
+	go func() { o.events <- copyDone{c, o.h.fetchCopy(cctx, o, c, o.rawURL, hdr)} }()
+	return c
+}
+
+// rangeHeader is the request header of a tail from off: Range, and
+// If-Range with the lead's strong validator when it has one, so a changed
+// representation comes back whole (200) and fails the tail.
+func (o *hobject) rangeHeader(off int64) http.Header {
+	hdr := o.hdr.Clone()
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	hdr.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
+	o.mu.Lock()
+	lead := o.lead.header
+	o.mu.Unlock()
+	if et := lead.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+		hdr.Set("If-Range", et)
+	} else if lm := lead.Get("Last-Modified"); lm != "" {
+		hdr.Set("If-Range", lm)
+	}
+	return hdr
+}
+
+// run owns the copies until they have all ended: the first to complete
+// wins and the others are cancelled; a tail is asked for when the policy
+// says so.
+func (o *hobject) run() {
+	h, d := o.h, o.d
+	defer close(o.ended)
+	defer o.cancel()
 	defer func() {
 		h.mu.Lock()
 		for _, p := range []int{d.Path, d.Second} {
 			if p >= 0 {
-				h.paths[p].queued -= placed
+				h.paths[p].queued -= o.placed
 			}
 		}
 		h.mu.Unlock()
 	}()
-
-	ctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
-	events := make(chan copyDone, 3)
-	running := 0
-	start := func(path int, off int64) *hcopy {
-		cctx, cancel := context.WithCancel(ctx)
-		c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: hint.Size < 0}
-		running++
-		h.mu.Lock()
-		h.stats.Paths[path].Requests++
-		h.mu.Unlock()
-		go func() { events <- copyDone{c, h.fetchCopy(cctx, c, rawURL, hdr)} }()
-		return c
-	}
-	primary := start(d.Path, 0)
-	copies := []*hcopy{primary}
-	if d.Redundant() {
-		copies = append(copies, start(d.Second, 0))
-	}
-	var tail *hcopy
+	o.mu.Lock()
+	running := len(o.copies)
+	o.mu.Unlock()
 	var tick <-chan time.Time
 	if d.Tail > 0 {
 		t := time.NewTicker(h.tailCheck())
@@ -432,30 +512,33 @@ func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr ht
 	var errs []error
 	for running > 0 {
 		select {
-		case ev := <-events:
+		case ev := <-o.events:
 			running--
 			if ev.err != nil {
 				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
-				continue
-			}
-			// ev.c is complete: stop the others and wait for them, so no
-			// buffer is still being written.
-			for _, c := range append(copies, tail) {
-				if c != nil && c != ev.c {
-					c.cancel()
+				if running == 0 {
+					o.mu.Lock()
+					o.err = errors.Join(errs...)
+					o.cond.Broadcast()
+					o.mu.Unlock()
 				}
-			}
-			for ; running > 0; running-- {
-				<-events
-			}
-			return h.finish(d, ev.c, primary, tail, copies, now), nil
-		case <-tick:
-			if tail != nil {
 				continue
 			}
-			primary.mu.Lock()
-			tr := hints.Transfer{Path: primary.path, Size: primary.size, Received: primary.got, FirstByte: primary.first, LastByte: primary.last}
-			primary.mu.Unlock()
+			o.win(ev.c)
+			for ; running > 0; running-- {
+				<-o.events
+			}
+		case <-tick:
+			o.mu.Lock()
+			lead, tail := o.lead, o.tail
+			var tr hints.Transfer
+			if lead != nil {
+				tr = hints.Transfer{Path: lead.path, Size: lead.size, Received: lead.got, FirstByte: lead.first, LastByte: lead.last}
+			}
+			o.mu.Unlock()
+			if lead == nil || tail != nil {
+				continue
+			}
 			h.mu.Lock()
 			j := hints.ShouldTail(d, tr, h.states(), time.Now())
 			if j >= 0 {
@@ -463,56 +546,177 @@ func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr ht
 			}
 			h.mu.Unlock()
 			if j >= 0 {
-				tail = start(j, tr.Received)
+				c := o.start(j, tr.Received)
+				o.mu.Lock()
+				o.tail = c
+				o.mu.Unlock()
+				running++
 				tick = nil
 			}
 		}
 	}
-	return nil, errors.Join(errs...)
 }
 
-// finish assembles the object from the winning copy (with the primary's
-// head when the tail won) and counts the bytes.
-func (h *Hinted) finish(d hints.Decision, win, primary, tail *hcopy, copies []*hcopy, req time.Time) *Got {
-	g := &Got{Status: win.status, Header: win.header, Body: win.buf, Decision: d, Path: win.path, TailPath: -1, Request: req, Done: time.Now()}
-	var wasted int64
-	used := map[int]int64{win.path: win.got}
-	if win == tail {
-		// The primary had delivered at least tail.off bytes when the tail
-		// was asked for; it has stopped, so its buffer is stable.
-		g.Status, g.Header, g.Path, g.TailPath = primary.status, primary.header, primary.path, tail.path
-		g.Body = append(primary.buf[:tail.off:tail.off], tail.buf...)
-		used = map[int]int64{primary.path: tail.off}
-		used[tail.path] += tail.got
-		wasted += primary.got - tail.off
-	} else if tail != nil {
-		wasted += tail.got
-	}
-	for _, c := range copies {
-		// The primary's bytes past the tail's start are counted above.
-		if c != win && (c != primary || win != tail) {
-			wasted += c.got
+// win makes c, complete, the winner and cancels the other copies.
+func (o *hobject) win(c *hcopy) {
+	o.mu.Lock()
+	o.winner, o.done = c, time.Now()
+	for _, x := range o.copies {
+		if x != c {
+			x.cancel()
 		}
+	}
+	tail := o.tail
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	o.h.mu.Lock()
+	defer o.h.mu.Unlock()
+	if o.d.Redundant() && c.path == o.d.Second && c != tail {
+		o.h.stats.SecondWon++
+	}
+	if c == tail {
+		o.h.stats.TailWon++
+	}
+}
+
+// admit checks a copy's response against the lead's (the first response
+// becomes the lead): the same length and the same validators. o.mu is held.
+func (o *hobject) admit(c *hcopy, hdr http.Header, size int64) error {
+	if o.lead == nil {
+		if c.off > 0 {
+			return errors.New("a tail before any response")
+		}
+		o.lead = c
+		return nil
+	}
+	if size != o.lead.size {
+		return fmt.Errorf("%d bytes, the first response %d", size, o.lead.size)
+	}
+	for _, k := range validators {
+		if v := o.lead.header.Get(k); v != "" && hdr.Get(k) != v {
+			return fmt.Errorf("%s %q, the first response's %q", k, hdr.Get(k), v)
+		}
+	}
+	return nil
+}
+
+// validators are the response fields that name a representation: a copy
+// whose differ from the lead's has other bytes.
+var validators = []string{"ETag", "Last-Modified", "Repr-Digest"}
+
+// Read passes on the object's bytes in order; see hobject.
+func (o *hobject) Read(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		if o.closed {
+			return 0, errBodyClosed
+		}
+		if o.lead != nil && o.delivered >= o.lead.size {
+			return 0, io.EOF
+		}
+		src := o.lead
+		if w := o.winner; w != nil && w.off <= o.delivered {
+			src = w
+		}
+		// A winning tail starts at or below what the lead has read.
+		if src != nil && src.off+src.got > o.delivered {
+			n := copy(p, src.buf[o.delivered-src.off:src.got])
+			o.delivered += int64(n)
+			o.used[src.path] += int64(n)
+			return n, nil
+		}
+		if o.err != nil {
+			return 0, o.err
+		}
+		o.cond.Wait()
+	}
+}
+
+// Close cancels the copies still running, waits for them and counts the
+// object's bytes: those read but not delivered are wasted.
+func (o *hobject) Close() error {
+	o.mu.Lock()
+	o.closed = true
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	o.cancel()
+	<-o.ended
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.settled {
+		return nil
+	}
+	o.settled = true
+	wasted := -o.delivered
+	for _, c := range o.copies {
+		wasted += c.got
+	}
+	o.h.mu.Lock()
+	defer o.h.mu.Unlock()
+	o.h.stats.Wasted += wasted
+	for p, n := range o.used {
+		o.h.stats.Paths[p].Used += n
+	}
+	return nil
+}
+
+// got describes the object so far: the lead's response, the winner once
+// there is one. o.mu is held.
+func (o *hobject) got() *Got {
+	g := &Got{Decision: o.d, Path: -1, TailPath: -1, Request: o.req, Done: o.done}
+	if o.lead != nil {
+		g.Status, g.Header, g.Path = o.lead.status, o.lead.header, o.lead.path
+	}
+	if w := o.winner; w != nil && w != o.tail {
+		g.Path = w.path
+	} else if w != nil {
+		g.TailPath = w.path
+	}
+	for _, c := range o.copies {
 		if !c.first.IsZero() && (g.FirstByte.IsZero() || c.first.Before(g.FirstByte)) {
 			g.FirstByte = c.first
 		}
 	}
-	if tail != nil && !tail.first.IsZero() && g.FirstByte.IsZero() {
-		g.FirstByte = tail.first
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.stats.Wasted += wasted
-	for p, n := range used {
-		h.stats.Paths[p].Used += n
-	}
-	if d.Redundant() && win.path == d.Second && win != tail {
-		h.stats.SecondWon++
-	}
-	if win == tail {
-		h.stats.TailWon++
-	}
 	return g
+}
+
+// awaitLead waits until the object has a response to pass on, or failed.
+func (o *hobject) awaitLead() (*Got, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.lead == nil && o.err == nil {
+		o.cond.Wait()
+	}
+	if o.lead == nil {
+		return nil, o.err
+	}
+	return o.got(), nil
+}
+
+// Get fetches rawURL (on the server Start named) with hint, placing its
+// request by the policy; hdr are extra request headers (Priority). It
+// returns once a copy has completed, with the whole body.
+func (h *Hinted) Get(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*Got, error) {
+	o, err := h.open(ctx, rawURL, hint, hdr)
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	<-o.ended
+	o.mu.Lock()
+	g, err := o.got(), o.err
+	o.mu.Unlock()
+	if o.winner == nil {
+		return nil, err
+	}
+	// Nothing was read yet: the body is the winner's (after the lead's
+	// head, when a tail won), as bytes are counted by where they came from.
+	g.Body = make([]byte, o.lead.size)
+	if _, err := io.ReadFull(o, g.Body); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // awaitFirst waits until a path's connection is up, while a path is
@@ -565,8 +769,8 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // fetchCopy runs one copy: the request on its path, the body read into
-// its buffer.
-func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr http.Header) error {
+// its buffer, each read passed on to the object's stream.
+func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL string, hdr http.Header) error {
 	pc, err := h.liveConn(ctx, c.path)
 	if err != nil {
 		return err
@@ -577,9 +781,6 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
-	}
-	if c.off > 0 {
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(c.off, 10)+"-")
 	}
 	resp, _, err := pc.roundTrip(req, 0)
 	if err != nil {
@@ -592,7 +793,7 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 	case c.off == 0 && resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("status %s", resp.Status)
 	case c.off > 0 && resp.StatusCode != http.StatusPartialContent:
-		return fmt.Errorf("tail from %d: status %s (no ranges)", c.off, resp.Status)
+		return fmt.Errorf("tail from %d: status %s (no ranges, or the representation changed)", c.off, resp.Status)
 	case c.off > 0:
 		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off); err != nil {
 			return err
@@ -601,10 +802,15 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 	if size < 0 {
 		return errors.New("response without a length")
 	}
-	c.mu.Lock()
+	o.mu.Lock()
+	if err := o.admit(c, resp.Header, size); err != nil {
+		o.mu.Unlock()
+		return err
+	}
 	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
 	c.buf = make([]byte, size-c.off)
-	c.mu.Unlock()
+	o.cond.Broadcast()
+	o.mu.Unlock()
 	if c.learn {
 		// A browser's request says no size; a budget or a finish estimate
 		// needs the path's bytes all the same.
@@ -622,12 +828,12 @@ func (h *Hinted) fetchCopy(ctx context.Context, c *hcopy, rawURL string, hdr htt
 	for n := int64(0); n < int64(len(c.buf)); {
 		k, err := resp.Body.Read(c.buf[n:])
 		n += int64(k)
-		c.mu.Lock()
-		c.got = n
 		if k > 0 {
-			c.last = time.Now()
+			o.mu.Lock()
+			c.got, c.last = n, time.Now()
+			o.cond.Broadcast()
+			o.mu.Unlock()
 		}
-		c.mu.Unlock()
 		if err == io.EOF && n < int64(len(c.buf)) {
 			return fmt.Errorf("body ended after %d of %d bytes", n, len(c.buf))
 		}
@@ -686,21 +892,29 @@ func rangeTotal(cr string, off int64) (int64, error) {
 
 // RoundTrip makes Hinted a net/http RoundTripper for plain GETs to the
 // server Start named: the hint comes from the browser's headers
-// (hints.FromHeaders), the body is read whole before it returns.
+// (hints.FromHeaders). It returns with the first response's header, and
+// the body streams as it arrives (see hobject); Placed is told then, of the
+// path whose response the header is.
 func (h *Hinted) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
 		return nil, fmt.Errorf("mph2: Hinted handles plain GETs only (got %s)", req.Method)
 	}
 	hint := hints.FromHeaders(req.Header)
-	g, err := h.Get(req.Context(), req.URL.String(), hint, req.Header)
+	o, err := h.open(req.Context(), req.URL.String(), hint, req.Header)
 	if err != nil {
+		return nil, err
+	}
+	g, err := o.awaitLead()
+	if err != nil {
+		o.Close()
 		return nil, err
 	}
 	if h.Placed != nil {
 		h.Placed(req, hint, g)
 	}
+	size := o.lead.size // set once, before awaitLead returned
 	hd := g.Header.Clone()
-	hd.Set("Content-Length", strconv.Itoa(len(g.Body)))
+	hd.Set("Content-Length", strconv.FormatInt(size, 10))
 	return &http.Response{Status: strconv.Itoa(g.Status) + " " + http.StatusText(g.Status), StatusCode: g.Status, Proto: "HTTP/2.0", ProtoMajor: 2,
-		Header: hd, ContentLength: int64(len(g.Body)), Body: io.NopCloser(bytes.NewReader(g.Body)), Request: req}, nil
+		Header: hd, ContentLength: size, Body: o, Request: req}, nil
 }

@@ -61,7 +61,9 @@ type Config struct {
 	// Cost is each path's cost per byte for the policy ("cheap"); nil: all 0.
 	Cost []float64
 	// Placed, if set, is told where the policy put each GET: its URL, the
-	// hint its headers gave, and the path whose response was used.
+	// hint its headers gave, and the path of the response whose header the
+	// proxy passes on (the body then streams, in order, from that response
+	// or from a redundant copy or tail that completes first).
 	Placed func(url string, hint hints.Hint, path int)
 	// TLS serves the proxy over TLS (an HTTPS proxy, with a self-signed
 	// certificate), so a browser speaks HTTP/2 to it, with a request's

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -10,12 +11,15 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 	h2t "github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/server"
 )
 
 // With a policy, each GET goes on the path its headers' class asks for:
@@ -94,5 +98,62 @@ func TestProxyPolicy(t *testing.T) {
 	// (on hints-latency's 80 ms path, 1.6 Mbit/s a stream).
 	if c := r.hinted.origins["http://"+plain].Client; c.EndAdjust != mph2.EndReset {
 		t.Errorf("the hinted client ends streams by %v, want EndReset", c.EndAdjust)
+	}
+}
+
+// With a policy the body streams through the proxy: the application gets
+// the origin's first bytes while the origin still holds the rest back (the
+// hinted client used to hold each response whole, so a browser could not
+// parse an HTML document as it arrived).
+func TestProxyPolicyStreams(t *testing.T) {
+	const size, first = 200000, 20000
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte(i * 13)
+	}
+	release := make(chan struct{})
+	plain := serve(t, &server.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		w.Write(body[:first])
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(body[first:])
+	})})
+	pol, err := hints.Parse("test.rules", "* -> path=exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{{Name: "cheap"}, {Name: "exp"}}, Policy: pol, ErrorLog: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); r.Wait() })
+	// The origin holds the rest back for at most 5 s: the first bytes must
+	// come through before that.
+	var released atomic.Bool
+	timer := time.AfterFunc(5*time.Second, func() { released.Store(true); close(release) })
+	defer timer.Stop()
+	c := h2cClient(r.Addr)
+	c.Timeout = 20 * time.Second
+	res, err := c.Get("http://" + plain + "/doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	got := make([]byte, size)
+	if _, err := io.ReadFull(res.Body, got[:first]); err != nil {
+		t.Fatal(err)
+	}
+	if released.Load() || !timer.Stop() {
+		t.Fatal("the first bytes came through only after the origin sent the rest")
+	}
+	close(release)
+	if _, err := io.ReadFull(res.Body, got[first:]); err != nil || res.ContentLength != size || !bytes.Equal(got, body) {
+		t.Fatalf("body: %v, length %d, equal %v", err, res.ContentLength, bytes.Equal(got, body))
 	}
 }

@@ -1,0 +1,272 @@
+package mph2
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/hints"
+)
+
+// fakePath is a path whose responses the test writes: each request waits
+// for the test's answer, and the body is what the test writes, when it
+// writes it.
+type fakePath struct{ reqs chan *fakeExchange }
+
+type fakeExchange struct {
+	req  *http.Request
+	resp chan *http.Response
+}
+
+func (f *fakePath) RoundTrip(req *http.Request) (*http.Response, error) {
+	x := &fakeExchange{req: req, resp: make(chan *http.Response, 1)}
+	ctx := req.Context()
+	select {
+	case f.reqs <- x:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-x.resp:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *fakePath) CloseIdleConnections() {}
+
+// next is the path's next request (the test fails after 5 s without one).
+func (f *fakePath) next(t *testing.T) *fakeExchange {
+	t.Helper()
+	select {
+	case x := <-f.reqs:
+		return x
+	case <-time.After(5 * time.Second):
+		t.Fatal("no request on the path")
+		return nil
+	}
+}
+
+// answer sends the response's header; its body is what the test writes to
+// the pipe, and the copy's cancellation breaks it as a stream reset would.
+func (x *fakeExchange) answer(status int, hdr http.Header, length int64) *io.PipeWriter {
+	pr, pw := io.Pipe()
+	ctx := x.req.Context()
+	go func() {
+		<-ctx.Done()
+		pr.CloseWithError(ctx.Err())
+	}()
+	x.resp <- &http.Response{StatusCode: status, Status: fmt.Sprint(status), Header: hdr, ContentLength: length, Body: pr}
+	return pw
+}
+
+// fakeHinted is a Hinted over paths cheap (cost 0) and exp (cost 1) whose
+// connections are fakes.
+func fakeHinted(t *testing.T, rules string) (*Hinted, [2]*fakePath) {
+	t.Helper()
+	pol, err := hints.Parse("test.rules", rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = "http://origin.test"
+	u, _ := parseURL(base)
+	c := &Client{Paths: []Path{{Name: "cheap"}, {Name: "exp"}}, conns: map[connKey]*pathConn{}}
+	var fakes [2]*fakePath
+	for i := range fakes {
+		fakes[i] = &fakePath{reqs: make(chan *fakeExchange, 3)}
+		pc := &pathConn{ready: make(chan struct{}), h1: fakes[i], proto: "http/1.1", epoch: time.Now()}
+		close(pc.ready)
+		c.conns[keyOf(i, u)] = pc
+	}
+	h := &Hinted{Client: c, Policy: pol, Cost: []float64{0, 1}, TailCheck: time.Millisecond}
+	if err := h.Start(base); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, fakes
+}
+
+// startRoundTrip asks for the object through RoundTrip in the background;
+// the function returned waits for the response, which comes with the
+// header, before the body.
+func startRoundTrip(t *testing.T, h *Hinted, hdr http.Header) func() *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://origin.test/obj", nil)
+	req.Header = hdr
+	type result struct {
+		res *http.Response
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		res, err := h.RoundTrip(req)
+		ch <- result{res, err}
+	}()
+	return func() *http.Response {
+		t.Helper()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.res
+		case <-time.After(5 * time.Second):
+			t.Fatal("no response")
+			return nil
+		}
+	}
+}
+
+// object is the test's body: every byte depends on its offset, so a byte
+// repeated, skipped or reordered shows.
+func object(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
+}
+
+// readN reads exactly n bytes of the stream (failing after 5 s).
+func readN(t *testing.T, r io.Reader, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(r, b)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reading %d bytes: %v", n, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%d bytes not delivered", n)
+	}
+	return b
+}
+
+func write(t *testing.T, w io.Writer, b []byte) {
+	t.Helper()
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func objHeader(etag string) http.Header {
+	return http.Header{"Etag": {etag}, "Content-Type": {"text/html"}}
+}
+
+// checkRest reads the stream to its end and compares the whole body.
+func checkRest(t *testing.T, res *http.Response, head, want []byte) {
+	t.Helper()
+	rest := readN(t, res.Body, len(want)-len(head))
+	if got := append(head, rest...); !bytes.Equal(got, want) {
+		t.Fatalf("body differs from the object (%d bytes)", len(got))
+	}
+	if n, err := res.Body.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("after the body: %d bytes, %v; want EOF", n, err)
+	}
+	res.Body.Close()
+}
+
+// streamHead asks for want through RoundTrip with Sec-Fetch-Dest dest,
+// answers on path p (the primary's) with want's header and first n bytes,
+// and reads those n through the stream before anything else is sent.
+func streamHead(t *testing.T, h *Hinted, p *fakePath, dest string, want []byte, n int) (*http.Response, *io.PipeWriter, []byte) {
+	t.Helper()
+	resp := startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {dest}})
+	pw := p.next(t).answer(200, objHeader(`"v1"`), int64(len(want)))
+	res := resp()
+	write(t, pw, want[:n])
+	return res, pw, readN(t, res.Body, n)
+}
+
+// The primary's bytes reach the application as they arrive: the header
+// before any body byte, the first part before the rest is sent; a
+// response that breaks mid-body breaks the stream (no EOF).
+func TestHintedStreamPrimary(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp\n* -> path=cheap")
+	want := object(50000)
+	res, pw, head := streamHead(t, h, fakes[1], "document", want, 1000)
+	if res.ContentLength != int64(len(want)) || res.Header.Get("Content-Length") != strconv.Itoa(len(want)) || res.Header.Get("Etag") != `"v1"` {
+		t.Fatalf("length %d, header %v", res.ContentLength, res.Header)
+	}
+	write(t, pw, want[1000:])
+	checkRest(t, res, head, want)
+	s := h.Stats()
+	if s.Paths[1].Used != int64(len(want)) || s.Paths[0].Used != 0 || s.Wasted != 0 || s.Paths[1].Requests != 1 || s.Paths[0].Requests != 0 {
+		t.Errorf("stats %+v", s)
+	}
+
+	res, pw, _ = streamHead(t, h, fakes[1], "document", want, 1000)
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	if n, err := io.ReadFull(res.Body, make([]byte, 10)); err == nil || err == io.EOF {
+		t.Fatalf("a body broken after 1000 bytes read on: %d bytes, %v", n, err)
+	}
+	res.Body.Close()
+}
+
+// A redundant copy that completes first while the primary has delivered
+// part of the object goes on at the offset delivered; a copy of another
+// representation (ETag) is never used.
+func TestHintedStreamRedundantWins(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp redundant\n* -> path=cheap")
+	want := object(30000)
+	res, _, head := streamHead(t, h, fakes[1], "style", want, 1000)
+	write(t, fakes[0].next(t).answer(200, objHeader(`"v1"`), int64(len(want))), want)
+	checkRest(t, res, head, want)
+	s := h.Stats()
+	if s.Redundant != 1 || s.SecondWon != 1 || s.Paths[1].Used != 1000 || s.Paths[0].Used != int64(len(want))-1000 || s.Wasted != 1000 {
+		t.Errorf("stats %+v: want 1000 bytes used from the primary, the rest from the second copy, its first 1000 wasted", s)
+	}
+
+	res, pw, head := streamHead(t, h, fakes[1], "style", want, 1000)
+	other := fakes[0].next(t).answer(200, objHeader(`"v2"`), int64(len(want)))
+	if _, err := other.Write(object(len(want) + 1)[1:]); err == nil {
+		t.Error("the copy of ETag v2 was read")
+	}
+	write(t, pw, want[1000:])
+	checkRest(t, res, head, want)
+	if s := h.Stats(); s.SecondWon != 1 || s.Paths[1].Used != int64(len(want))+1000 {
+		t.Errorf("stats %+v: the v2 copy won or was used", s)
+	}
+}
+
+// A tail re-request completes the end: the application, behind the
+// primary, gets the primary's bytes up to where the tail starts, then the
+// tail's; the tail asks for the primary's validator (If-Range).
+func TestHintedStreamTail(t *testing.T) {
+	h, fakes := fakeHinted(t, "* -> path=cheap tail=16KB")
+	h.mu.Lock()
+	h.paths[1].rtt.Add(time.Millisecond) // exp answers at once; cheap has shown nothing
+	h.mu.Unlock()
+	want := object(10000)
+	resp := startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {"image"}})
+	pw := fakes[0].next(t).answer(200, objHeader(`"v1"`), int64(len(want)))
+	res := resp()
+	time.Sleep(10 * time.Millisecond) // a rate: 2000 bytes in >= 10 ms
+	write(t, pw, want[:2000])
+	head := readN(t, res.Body, 500)
+	tail := fakes[1].next(t)
+	if r, ir := tail.req.Header.Get("Range"), tail.req.Header.Get("If-Range"); r != "bytes=2000-" || ir != `"v1"` {
+		t.Fatalf("tail asked with Range %q If-Range %q, want bytes=2000- and the primary's ETag", r, ir)
+	}
+	hdr := objHeader(`"v1"`)
+	hdr.Set("Content-Range", "bytes 2000-9999/10000")
+	write(t, tail.answer(206, hdr, 8000), want[2000:])
+	checkRest(t, res, head, want)
+	s := h.Stats()
+	if s.Tails != 1 || s.TailWon != 1 || s.Paths[0].Used != 2000 || s.Paths[1].Used != 8000 || s.Wasted != 0 {
+		t.Errorf("stats %+v: want the head's 2000 bytes from cheap, the tail's 8000 from exp", s)
+	}
+}
