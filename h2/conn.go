@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,8 @@ type Conn struct {
 	rfr      *http2.Framer
 	hdec     *hpack.Decoder
 	hb       headerBlock
-	inline   []inlineJob // requests for the InlineHandler, after the frame's unlock
+	inline   inlineJob  // a request for the InlineHandler, after the frame's unlock
+	ireq     *inlineReq // what inline requests are made of
 
 	// Owned by the write goroutine.
 	bw      *bufio.Writer
@@ -100,8 +102,9 @@ type Conn struct {
 	nrtt    int
 
 	resets    resetLimiter
-	handlers  int    // server handlers still running
-	raddr     string // nc.RemoteAddr().String(), made once
+	handlers  int                  // server handlers still running
+	raddr     string               // nc.RemoteAddr().String(), made once
+	tlsState  *tls.ConnectionState // the requests' Request.TLS, made once
 	idleTimer *time.Timer
 	// The writer goroutine runs while there is output or an open stream;
 	// a server connection without either has none, nor its buffers

@@ -28,26 +28,14 @@ func (x *streamContext) Value(key any) any {
 	return x.Context.Value(key)
 }
 
-// newStreamContext sets st's context and its cancel function: a context of
-// its own if cancellable, else the connection's (an inline handler's,
-// which nothing waits on: no context to make, nor to add to and remove
-// from the connection context's children).
-func (c *Conn) newStreamContext(st *stream, cancellable bool) context.Context {
-	st.sctx = streamContext{Context: c.ctx, c: c, st: st}
-	st.ctx, st.cancel = &st.sctx, noCancel
-	if cancellable {
-		c.cancellableLocked(st)
-	}
+// newStreamContext sets st's context and its cancel function. (An inline
+// request's is the connection's, which nothing waits on: no context to
+// make, nor to add to and remove from the connection context's children.)
+func (c *Conn) newStreamContext(st *stream) context.Context {
+	ctx, cancel := context.WithCancel(c.ctx)
+	st.sctx = streamContext{Context: ctx, c: c, st: st}
+	st.ctx, st.cancel = &st.sctx, cancel
 	return st.ctx
-}
-
-// cancellableLocked gives st's context a cancel of its own. A request made
-// for an inline handler gets it before a handler goroutine takes it over.
-func (c *Conn) cancellableLocked(st *stream) {
-	st.sctx.Context, st.cancel = context.WithCancel(c.ctx)
-	if st.state == stateClosed {
-		st.cancel() // reset meanwhile: closeStreamLocked had nothing to cancel
-	}
 }
 
 func noCancel() {}
@@ -111,17 +99,24 @@ func handlerWorker(job handlerJob, idle chan handlerJob) {
 	}
 }
 
-// parseRequestPath parses a request's :path. Paths made only of unreserved
-// characters and slashes, most of them, parse to a URL with just Path set,
-// as url.ParseRequestURI would return; the rest go through it.
-func parseRequestPath(p string) (*url.URL, error) {
-	if len(p) == 0 || p[0] != '/' {
-		return url.ParseRequestURI(p)
+// parseRequestPath parses a request's :path into u. Paths made only of
+// unreserved characters and slashes, most of them, parse to a URL with just
+// Path set, as url.ParseRequestURI would return, without an allocation;
+// the rest go through it.
+func parseRequestPath(p string, u *url.URL) error {
+	simple := len(p) > 0 && p[0] == '/'
+	for i := 0; simple && i < len(p); i++ {
+		b := p[i]
+		simple = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~'
 	}
-	for i := 0; i < len(p); i++ {
-		if b := p[i]; !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~') {
-			return url.ParseRequestURI(p)
-		}
+	if simple {
+		*u = url.URL{Path: p}
+		return nil
 	}
-	return &url.URL{Path: p}, nil
+	v, err := url.ParseRequestURI(p)
+	if err != nil {
+		return err
+	}
+	*u = *v
+	return nil
 }

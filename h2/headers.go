@@ -266,9 +266,15 @@ func parseTrailerFields(fields []hpack.HeaderField) error {
 // fields as RFC 9113 8.2.3 requires.
 func fieldsToHeader(fields []hpack.HeaderField) http.Header {
 	h := make(http.Header, len(fields))
+	fillHeader(h, make([]string, 0, len(fields)), fields)
+	return h
+}
+
+// fillHeader is fieldsToHeader into the empty h, its values appended to
+// vals, which it returns.
+func fillHeader(h http.Header, vals []string, fields []hpack.HeaderField) []string {
 	// The values share one array; each key's slice is capped, so that an
 	// append to it (a repeated name, or the handler's) copies.
-	vals := make([]string, 0, len(fields))
 	var cookies []string
 	for _, f := range fields {
 		if f.IsPseudo() {
@@ -289,7 +295,7 @@ func fieldsToHeader(fields []hpack.HeaderField) http.Header {
 	if len(cookies) > 0 {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}
 	}
-	return h
+	return vals
 }
 
 var commonCanonical, commonLower = func() (map[string]string, map[string]string) {

@@ -12,9 +12,10 @@ var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
 // copied into, so it never copies to grow and its memory goes back to the
 // pool as it drains, and borrowed slices queued by reference (WriteShared).
 type byteQueue struct {
-	segs []segment
-	head int // read offset in segs[0].b
-	n    int
+	segs  []segment
+	head  int // read offset in segs[0].b
+	n     int
+	first [1]segment // segs' first array: most bodies are one segment (not copied: segs may point here)
 }
 
 // segment is one run of queued bytes: b is chunk[:k] for a pooled chunk
@@ -33,7 +34,7 @@ func (q *byteQueue) Write(p []byte) {
 		last := len(q.segs) - 1
 		if last < 0 || q.segs[last].chunk == nil || len(q.segs[last].b) == chunkSize {
 			c := chunkPool.Get().(*[chunkSize]byte)
-			q.segs = append(q.segs, segment{b: c[:0], chunk: c})
+			q.push(segment{b: c[:0], chunk: c})
 			last++
 		}
 		s := &q.segs[last]
@@ -55,8 +56,17 @@ func (q *byteQueue) WriteShared(p []byte) {
 		q.segs = q.segs[:last]
 		q.head = 0
 	}
-	q.segs = append(q.segs, segment{b: p})
+	q.push(segment{b: p})
 	q.n += len(p)
+}
+
+// push appends s to segs, starting in first: a response queued as one
+// segment (a cached file's body) costs no allocation.
+func (q *byteQueue) push(s segment) {
+	if q.segs == nil {
+		q.segs = q.first[:0]
+	}
+	q.segs = append(q.segs, s)
 }
 
 // Head copies the first bytes into p without consuming them.

@@ -99,11 +99,10 @@ func (c *Conn) readFrames() bool {
 		for _, fn := range deferred {
 			fn()
 		}
-		for i, j := range c.inline {
+		if j := c.inline; j.st != nil {
+			c.inline = inlineJob{}
 			c.serveInline(j)
-			c.inline[i] = inlineJob{}
 		}
-		c.inline = c.inline[:0]
 		if stop {
 			break
 		}

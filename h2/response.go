@@ -370,7 +370,7 @@ func (w *responseWriter) Push(target string, opts *http.PushOptions) error {
 	pst.state = stateReservedLocal
 	pst.recv.err = io.EOF
 	c.queueLocked(wframe{kind: wPushPromise, id: w.st.id, val: id, fields: fields})
-	req, err := c.newRequest(pst, rh, fields, false, true)
+	req, err := c.newRequest(pst, rh, fields, false, false)
 	if err != nil {
 		c.resetStreamLocked(id, http2.ErrCodeInternal)
 		return err

@@ -51,7 +51,9 @@ type Server struct {
 // context; the response travels through the same send queue, flow control
 // and RFC 9218 scheduler as a handler's. r's context is the connection's
 // (with the stream and the Conn as values), not cancelled with the stream:
-// nothing waits on it.
+// nothing waits on it. ServeInline keeps nothing of r or w (their headers
+// included) once it returns: the connection's next inline request reuses
+// them.
 type InlineHandler interface {
 	http.Handler
 	ServeInline(w http.ResponseWriter, r *http.Request) bool
@@ -186,7 +188,7 @@ func (c *Conn) startUpgrade(up *Upgrade) error {
 	if body == nil {
 		body = http.NoBody
 	}
-	ctx := c.newStreamContext(st, true)
+	ctx := c.newStreamContext(st)
 	r := req.WithContext(ctx)
 	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
 	r.Body = body
@@ -275,7 +277,7 @@ func (c *Conn) onRequestHeaders() error {
 	}
 	ih, inline := c.srv.Handler.(InlineHandler)
 	inline = inline && hb.end
-	req, err := c.newRequest(st, rh, hb.fields, !hb.end, !inline)
+	req, err := c.newRequest(st, rh, hb.fields, !hb.end, inline)
 	if err != nil {
 		c.closeStreamLocked(st, err)
 		return streamError{id, http2.ErrCodeProtocol, err.Error()}
@@ -289,7 +291,7 @@ func (c *Conn) onRequestHeaders() error {
 	}
 	if inline {
 		c.countHandlerLocked()
-		c.inline = append(c.inline, inlineJob{ih, st, req})
+		c.inline = inlineJob{ih, st, req}
 		return nil
 	}
 	c.goHandler(st, req)
@@ -297,7 +299,8 @@ func (c *Conn) onRequestHeaders() error {
 }
 
 // inlineJob is a request for the server's InlineHandler, which the read
-// loop offers it once the frame's lock is released.
+// loop offers it once the frame's lock is released (a frame opens at most
+// one stream, so at most one waits).
 type inlineJob struct {
 	h   InlineHandler
 	st  *stream
@@ -313,19 +316,30 @@ func (c *Conn) serveInline(j inlineJob) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cancellableLocked(j.st)
-	c.handOff(j.st, j.req)
+	c.ireq = nil // the request's parts go with it
+	req := j.req.WithContext(c.newStreamContext(j.st))
+	if j.st.state == stateClosed {
+		j.st.cancel() // reset meanwhile: closeStreamLocked had nothing to cancel
+	}
+	c.handOff(j.st, req)
 }
 
 // runInline runs the InlineHandler and reports whether it answered (or
 // panicked, which ends the stream as a handler's panic does).
 func (c *Conn) runInline(j inlineJob) (served bool) {
 	rw := c.newResponseWriter(j.st, j.req)
+	ir := c.ireq
+	if ir.resp == nil {
+		ir.resp = make(http.Header)
+	}
+	clear(ir.resp)
+	rw.header = ir.resp
 	defer func() {
 		if p := recover(); p != nil || served {
 			c.handlerDone(j.st, j.req, p)
 			served = true
 		}
+		rw.header = nil // the next inline response's
 	}()
 	return j.h.ServeInline(rw, j.req)
 }
@@ -357,22 +371,35 @@ func (c *Conn) respondLocked(st *stream, status int) {
 	c.localClosedLocked(st)
 }
 
-// newRequest makes a stream's http.Request; cancellable gives it a context
-// of its own (a handler goroutine's), else the connection's (inline).
-func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField, hasBody, cancellable bool) (*http.Request, error) {
+// newRequest makes a stream's http.Request. An inline one (bodiless, for
+// the InlineHandler) is made in the connection's inlineReq, which the next
+// reuses, with the connection's context; others get a context of their own.
+func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField, hasBody, inline bool) (*http.Request, error) {
+	var ir *inlineReq
 	var u *url.URL
-	var err error
+	var header http.Header
+	var vals []string
+	if inline {
+		if c.ireq == nil {
+			c.ireq = &inlineReq{header: make(http.Header)}
+		}
+		ir = c.ireq
+		u, header, vals = &ir.url, ir.header, ir.vals[:0]
+		clear(header)
+	} else {
+		u, header, vals = new(url.URL), make(http.Header, len(fields)), make([]string, 0, len(fields))
+	}
 	switch {
 	case rh.method == http.MethodConnect:
-		u = &url.URL{Host: rh.authority}
+		*u = url.URL{Host: rh.authority}
 	case rh.path == "*" && rh.method == http.MethodOptions:
-		u = &url.URL{Path: "*"}
+		*u = url.URL{Path: "*"}
 	default:
-		if u, err = parseRequestPath(rh.path); err != nil {
+		if err := parseRequestPath(rh.path, u); err != nil {
 			return nil, fmt.Errorf(":path %q: %v", rh.path, err)
 		}
 	}
-	header := fieldsToHeader(fields)
+	vals = fillHeader(header, vals, fields)
 	host := rh.authority
 	if host == "" {
 		host = header.Get("Host")
@@ -388,7 +415,6 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		rb = &streamBody{c: c, st: st, closeCode: http2.ErrCodeNo}
 		body = rb
 	}
-	ctx := c.newStreamContext(st, cancellable)
 	// A value, so that WithContext's copy is the request's only allocation.
 	req := http.Request{
 		Method:        rh.method,
@@ -406,8 +432,11 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		req.ContentLength = 0
 	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
-		cs := tc.ConnectionState()
-		req.TLS = &cs
+		if c.tlsState == nil {
+			cs := tc.ConnectionState()
+			c.tlsState = &cs // shared by the connection's requests, as x/net's server does
+		}
+		req.TLS = c.tlsState
 	}
 	if tr := header["Trailer"]; len(tr) > 0 {
 		req.Trailer = make(http.Header)
@@ -417,11 +446,30 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 			}
 		}
 	}
-	r := req.WithContext(ctx)
+	if inline {
+		ir.vals = vals
+		ir.ctx = streamContext{Context: c.ctx, c: c, st: st}
+		st.ctx, st.cancel = &ir.ctx, noCancel
+		ir.req = *req.WithContext(&ir.ctx)
+		return &ir.req, nil
+	}
+	r := req.WithContext(c.newStreamContext(st))
 	if rb != nil {
 		rb.trailer = &r.Trailer
 	}
 	return r, nil
+}
+
+// inlineReq is an inline request and its parts, reused by the connection's
+// next one: an InlineHandler keeps nothing of a request it answered. A
+// declined one takes them along to its handler goroutine.
+type inlineReq struct {
+	req    http.Request
+	url    url.URL
+	header http.Header
+	vals   []string      // header's values
+	ctx    streamContext // the connection's context, with the stream
+	resp   http.Header   // the response's header
 }
 
 // runHandler runs the application's handler for one stream.
