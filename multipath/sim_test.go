@@ -525,12 +525,7 @@ func (m *sim) heard(p PathID, f frame) {
 	}
 	if m.silent[p] {
 		m.silent[p] = false
-		acts, err := m.s.OnPathResume(m.clock(), p)
-		if err != nil {
-			m.fail("OnPathResume: %v", err)
-			return
-		}
-		m.apply(acts)
+		m.pathEvent("OnPathResume", m.s.OnPathResume, p)
 	}
 }
 
@@ -542,9 +537,15 @@ func (m *sim) checkSilent(p PathID) {
 		return
 	}
 	m.silent[p] = true
-	acts, err := m.s.OnPathSuspend(m.clock(), p)
+	m.pathEvent("OnPathSuspend", m.s.OnPathSuspend, p)
+}
+
+// pathEvent reports an event of path p to the scheduler and carries out
+// what it decides.
+func (m *sim) pathEvent(name string, ev func(time.Time, PathID) ([]Action, error), p PathID) {
+	acts, err := ev(m.clock(), p)
 	if err != nil {
-		m.fail("OnPathSuspend: %v", err)
+		m.fail("%s: %v", name, err)
 		return
 	}
 	m.apply(acts)
@@ -562,12 +563,7 @@ func (m *sim) pathDown(p PathID) {
 			cs.closed = true
 		}
 	}
-	acts, err := m.s.OnPathDown(m.clock(), p)
-	if err != nil {
-		m.fail("OnPathDown: %v", err)
-		return
-	}
-	m.apply(acts)
+	m.pathEvent("OnPathDown", m.s.OnPathDown, p)
 }
 
 // simRand is a small seeded generator, so runs repeat exactly.
