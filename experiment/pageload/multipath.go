@@ -4,20 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
 	"github.com/shunt-net/shunt/hints"
-	"github.com/shunt-net/shunt/internal/sockctl"
 	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
@@ -237,42 +233,4 @@ func pathShares(expensive []string, received map[string]int64, metrics, counts m
 		metrics["expensive_pct"] = 100 * float64(onExpensive) / float64(total)
 	}
 	return total
-}
-
-// subflowConns are the MPTCP connections of a load, to read their
-// subflows' bytes.
-type subflowConns struct {
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func (m *subflowConns) add(c net.Conn) {
-	m.mu.Lock()
-	m.conns = append(m.conns, c)
-	m.mu.Unlock()
-}
-
-// received is the TCP payload each path's subflows received, by the
-// subflows' local addresses (a subflow from no path's address counts as
-// "other").
-func (m *subflowConns) received(paths []experiment.PathInfo) (map[string]int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int64{}
-	for _, c := range m.conns {
-		var sfs []sockctl.Subflow
-		if err := sockctl.ConnControl(c, func(fd int) (err error) { sfs, err = sockctl.MPTCPSubflowBytes(fd); return err }); err != nil {
-			return nil, fmt.Errorf("mptcp subflows: %w", err)
-		}
-		for _, sf := range sfs {
-			name := "other"
-			for _, p := range paths {
-				if a, err := netip.ParseAddr(p.ClientAddr); err == nil && a == sf.Local {
-					name = p.Name
-				}
-			}
-			out[name] += int64(sf.Received)
-		}
-	}
-	return out, nil
 }

@@ -296,7 +296,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if s.cfg.Policy != "" && s.cfg.Steering == "" {
 		return s.runMultipath(ctx, pg)
 	}
-	var mptcp subflowConns
+	var mptcp origin.PathConns
 	steered := newPathCounts(s.cfg.Steering != "")
 	cfg, err := s.cfg.fetchConfig()
 	if err != nil {
@@ -310,7 +310,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := client.DialContext(ctx, network, addr, so)
 			if err == nil && s.cfg.MPTCP {
-				mptcp.add(c)
+				mptcp.Add(c, true)
 			}
 			return steered.count(s.cfg.Path, c), err
 		}
@@ -330,7 +330,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	res, err := replay.Run(ctx, pg, f, replay.Options{Compute: s.cfg.Compute})
 	var perPath map[string]int64
 	if err == nil && s.cfg.MPTCP {
-		perPath, err = mptcp.received(s.net.Paths()) // before Close ends the subflows
+		perPath, err = mptcp.Received(s.net.Paths()) // before Close ends the subflows
 	}
 	if steered != nil {
 		perPath = steered.received()

@@ -231,22 +231,27 @@ func (s *Session) Info() map[string]string {
 
 func (s *Session) Close() error { return s.close() }
 
-func (s *Session) dial(pi experiment.PathInfo, mptcp bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// dial connects over path pi and adds the connection to conns.
+func (s *Session) dial(pi experiment.PathInfo, mptcp bool, conns *origin.PathConns) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	client := s.env.Net.Client()
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: s.c.CC, MPTCP: mptcp, Source: pi.ClientAddr})
+		c, err := client.DialContext(ctx, network, addr, experiment.SockOpts{CC: s.c.CC, MPTCP: mptcp, Source: pi.ClientAddr})
+		if err == nil {
+			conns.Add(c, mptcp)
+		}
+		return c, err
 	}
 }
 
-// fetcher builds the mode's fetcher on fresh connections and warms them;
-// done closes them.
-func (s *Session) fetcher(ctx context.Context) (f dash.Fetcher, done func(), err error) {
+// fetcher builds the mode's fetcher on fresh connections, which it adds to
+// conns, and warms them; done closes them.
+func (s *Session) fetcher(ctx context.Context, conns *origin.PathConns) (f dash.Fetcher, done func(), err error) {
 	var paths []mph2.Path
 	for _, pi := range s.env.Net.Paths() {
-		paths = append(paths, mph2.Path{Name: pi.Name, Dial: s.dial(pi, false)})
+		paths = append(paths, mph2.Path{Name: pi.Name, Dial: s.dial(pi, false, conns)})
 	}
 	single := func(pi experiment.PathInfo, mptcp bool) (dash.Fetcher, func(), error) {
-		tr := &h2.Transport{AllowHTTP: true, DialContext: s.dial(pi, mptcp)}
+		tr := &h2.Transport{AllowHTTP: true, DialContext: s.dial(pi, mptcp, conns)}
 		f := dash.HTTP{RT: tr}
 		_, err := f.Fetch(ctx, dash.Segment{URL: s.mpd})
 		return f, tr.CloseIdleConnections, err
@@ -283,10 +288,6 @@ func (s *Session) fetcher(ctx context.Context) (f dash.Fetcher, done func(), err
 }
 
 func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
-	play := s.play
-	if s.c.Player == "dashjs" {
-		play = s.playDashJS
-	}
 	var restarted map[string]string
 	start := func() (err error) {
 		if s.c.RestartLinks {
@@ -294,35 +295,54 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		}
 		return err
 	}
-	res, err := play(ctx, start)
+	var res *dash.Result
+	var meter *pathMeter // the Go player's only: Chromium's sockets are not ours
+	var err error
+	if s.c.Player == "dashjs" {
+		res, err = s.playDashJS(ctx, start)
+	} else {
+		res, meter, err = s.play(ctx, start)
+	}
 	if err != nil {
 		return experiment.Result{}, err
 	}
 	out := s.result(res)
 	maps.Copy(out.Info, restarted)
+	if meter != nil {
+		maps.Copy(out.Info, meter.info())
+	}
 	return out, nil
 }
 
 // play plays the video with package dash's player and the mode's fetcher;
 // start is called once the connections are warm, just before the first
-// segment is asked for.
-func (s *Session) play(ctx context.Context, start func() error) (*dash.Result, error) {
-	f, done, err := s.fetcher(ctx)
+// segment is asked for. The meter has what each path received.
+func (s *Session) play(ctx context.Context, start func() error) (*dash.Result, *pathMeter, error) {
+	conns := &origin.PathConns{}
+	f, done, err := s.fetcher(ctx, conns)
 	if done != nil {
 		defer done()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("warm-up: %w", err)
+		return nil, nil, fmt.Errorf("warm-up: %w", err)
 	}
 	if err := start(); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	meter, err := startMeter(conns, s.env.Net.Paths(), s.m)
+	if err != nil {
+		return nil, nil, err
 	}
 	var abr dash.ABR = dash.NewExo()
 	if s.c.ABR == "bola" {
 		abr = dash.NewBOLA()
 	}
-	p := &dash.Player{Manifest: s.m, ABR: abr, Fetcher: f, Segments: s.c.Segments, Verify: s.verify}
-	return p.Play(ctx)
+	p := &dash.Player{Manifest: s.m, ABR: abr, Fetcher: meteredFetcher{f, meter}, Segments: s.c.Segments, Verify: s.verify}
+	res, err := p.Play(ctx)
+	if err = errors.Join(err, meter.stop()); err != nil {
+		return nil, nil, err
+	}
+	return res, meter, nil
 }
 
 // result is a playback's metrics, counts and per-segment info.

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +72,18 @@ func TestPlayLocal(t *testing.T) {
 		}
 		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || len(strings.Split(res.Info["segment_kbps"], ",")) != 2 || len(strings.Split(res.Info[SegmentRateInfo], ",")) != 2 {
 			t.Fatalf("%s: %+v", mode, res)
+		}
+		// The path's kernel counter saw every segment's bytes, plus framing.
+		var kb int64
+		for _, f := range strings.Split(res.Info[SegmentKBInfo+"loopback"], ",") {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", mode, SegmentKBInfo, err)
+			}
+			kb += n
+		}
+		if bytes := int64(res.Counts["bytes"]); kb < bytes/1000-2 || kb > bytes*21/20/1000 {
+			t.Errorf("%s: %d kB received on the path for %d bytes of segments", mode, kb, bytes)
 		}
 	}
 }
@@ -182,7 +196,14 @@ func (h countingHost) DialContext(ctx context.Context, network, addr string, o e
 	if err != nil {
 		return nil, err
 	}
-	return syncio.CountingConn{Conn: c, N: h.read}, nil
+	return countingSocket{syncio.CountingConn{Conn: c, N: h.read}}, nil
+}
+
+// countingSocket is still its socket, so the run's meter reads its counters.
+type countingSocket struct{ syncio.CountingConn }
+
+func (c countingSocket) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
 }
 
 // With restart_links, every scheme's run of one repetition restarts the

@@ -1,0 +1,149 @@
+package video
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/dash"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/origin"
+)
+
+// The Info keys of what each path received during a Go player's playback
+// (TCP payload from the kernel's counters, HTTP/2 framing included; for
+// MPTCP per subflow), PATH the path's name: kB per media segment (an init
+// segment counts with the segment after it) and, every MeterTick since the
+// playback started, kB so far. They show which path carried a segment and
+// when each path delivered, for every scheme alike.
+const (
+	SegmentKBInfo = "segment_kb_"
+	TimelineInfo  = "path_kb_100ms_"
+	MeterTick     = 100 * time.Millisecond
+)
+
+// pathMeter reads each path's received bytes after every media segment and
+// every tick, relative to what the warm-up left.
+type pathMeter struct {
+	read  func() (map[string]int64, error)
+	paths []string
+	inits map[string]bool // init segments' URLs: not the end of a segment
+
+	mu     sync.Mutex
+	base   map[string]int64
+	segs   []map[string]int64 // so far, at each media segment's end
+	ticks  []map[string]int64 // so far, at each tick
+	err    error              // the first failed read
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newMeter reads the base; tick must be called for the timeline.
+func newMeter(read func() (map[string]int64, error), paths []string, m *dash.Manifest) (*pathMeter, error) {
+	base, err := read()
+	if err != nil {
+		return nil, err
+	}
+	inits := map[string]bool{}
+	for _, r := range m.Reps {
+		if r.Init.URL != "" {
+			inits[r.Init.URL] = true
+		}
+	}
+	return &pathMeter{read: read, paths: paths, inits: inits, base: base}, nil
+}
+
+// startMeter meters conns from now, ticking every MeterTick until stop.
+func startMeter(conns *origin.PathConns, paths []experiment.PathInfo, m *dash.Manifest) (*pathMeter, error) {
+	var names []string
+	for _, p := range paths {
+		names = append(names, p.Name)
+	}
+	pm, err := newMeter(func() (map[string]int64, error) { return conns.Received(paths) }, names, m)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pm.cancel, pm.done = cancel, make(chan struct{})
+	go func() {
+		defer close(pm.done)
+		t := time.NewTicker(MeterTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pm.mark(&pm.ticks)
+			}
+		}
+	}()
+	return pm, nil
+}
+
+// stop ends the ticks; its error is the first failed read.
+func (pm *pathMeter) stop() error {
+	pm.cancel()
+	<-pm.done
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	return pm.err
+}
+
+// mark appends a reading to *to.
+func (pm *pathMeter) mark(to *[]map[string]int64) {
+	now, err := pm.read()
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	switch {
+	case err == nil:
+		*to = append(*to, now)
+	case pm.err == nil:
+		pm.err = err
+	}
+}
+
+// segmentDone marks the end of a fetch, a media segment's unless s is an
+// init segment.
+func (pm *pathMeter) segmentDone(s dash.Segment) {
+	if !pm.inits[s.URL] {
+		pm.mark(&pm.segs)
+	}
+}
+
+// info is the record's per-path keys.
+func (pm *pathMeter) info() map[string]string {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	out := map[string]string{}
+	for _, p := range pm.paths {
+		var seg, tl []string
+		prev := pm.base[p]
+		for _, r := range pm.segs {
+			seg = append(seg, strconv.FormatInt((r[p]-prev)/1000, 10))
+			prev = r[p]
+		}
+		for _, r := range pm.ticks {
+			tl = append(tl, strconv.FormatInt((r[p]-pm.base[p])/1000, 10))
+		}
+		out[SegmentKBInfo+p] = strings.Join(seg, ",")
+		out[TimelineInfo+p] = strings.Join(tl, ",")
+	}
+	return out
+}
+
+// meteredFetcher marks the meter after every fetch.
+type meteredFetcher struct {
+	dash.Fetcher
+	m *pathMeter
+}
+
+func (f meteredFetcher) Fetch(ctx context.Context, s dash.Segment) ([]byte, error) {
+	data, err := f.Fetcher.Fetch(ctx, s)
+	if err == nil {
+		f.m.segmentDone(s)
+	}
+	return data, err
+}

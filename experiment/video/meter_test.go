@@ -1,0 +1,54 @@
+package video
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shunt-net/shunt/dash"
+)
+
+// The meter's per-segment split is each media segment's share since the
+// warm-up, an init segment counted with the segment after it; its timeline
+// is the bytes so far at each tick; a failed read is kept for stop.
+func TestPathMeter(t *testing.T) {
+	readings := []map[string]int64{
+		{"a": 500, "b": 100},     // the base: the warm-up's bytes
+		{"a": 1500, "b": 100},    // a tick
+		{"a": 3500, "b": 2100},   // segment 0's end
+		{"a": 10500, "b": 12100}, // segment 1's end
+	}
+	i := 0
+	read := func() (map[string]int64, error) {
+		if i == len(readings) {
+			return nil, errors.New("closed")
+		}
+		i++
+		return readings[i-1], nil
+	}
+	m := &dash.Manifest{Reps: []dash.Rep{{Init: dash.Segment{URL: "http://x/init-1.m4s"}}}}
+	pm, err := newMeter(read, []string{"a", "b"}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm.mark(&pm.ticks)
+	pm.segmentDone(dash.Segment{URL: "http://x/chunk-1-0.m4s"})
+	pm.segmentDone(dash.Segment{URL: "http://x/init-1.m4s"}) // not read
+	pm.segmentDone(dash.Segment{URL: "http://x/chunk-1-1.m4s"})
+	want := map[string]string{
+		SegmentKBInfo + "a": "3,7", SegmentKBInfo + "b": "2,10",
+		TimelineInfo + "a": "1", TimelineInfo + "b": "0",
+	}
+	got := pm.info()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("info %v, want %v", got, want)
+	}
+	pm.mark(&pm.ticks)
+	if pm.err == nil || len(pm.ticks) != 1 {
+		t.Errorf("a failed read: err %v, %d ticks", pm.err, len(pm.ticks))
+	}
+}
