@@ -1,12 +1,16 @@
 package h2
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // readBufSize is the read buffer of a connection that is receiving.
@@ -18,11 +22,14 @@ var readBufPool = sync.Pool{New: func() any { return new([readBufSize]byte) }}
 // connection holds no buffer: on a TCP socket it reads in the runtime
 // poller's callback and, when the socket is empty, gives its buffer back to
 // a pool while it waits (h2o allocates its buffers lazily the same way). On
-// other connections (TLS, pipes) it holds the buffer while a read blocks.
+// other connections (TLS, pipes) it holds the buffer while a read blocks;
+// a TLS connection that parks gives it back first (poll).
 type connReader struct {
-	nc   net.Conn
-	pre  sniffedConn     // nc when it returns bytes of its own first, else nil
-	rc   syscall.RawConn // the TCP socket under nc, else nil
+	nc  net.Conn
+	pre sniffedConn     // nc when it returns bytes of its own first, else nil
+	rc  syscall.RawConn // the TCP socket under nc (TLS's too), else nil
+	// tls is nc when it is TLS over rc: reads go through it, not to rc.
+	tls  *tls.Conn
 	buf  *[readBufSize]byte
 	r, w int
 	// pending is prefill's error, for the next Read: errors are reported
@@ -44,6 +51,8 @@ func newConnReader(nc net.Conn) *connReader {
 	inner := nc
 	if p, ok := nc.(sniffedConn); ok {
 		cr.pre, inner = p, p.NetConn()
+	} else if tc, ok := nc.(*tls.Conn); ok {
+		cr.tls, inner = tc, tc.NetConn()
 	}
 	if tc, ok := inner.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
@@ -77,12 +86,30 @@ func (cr *connReader) prefill() {
 }
 
 // poll reads what a TCP socket holds without waiting, and reports whether
-// a Read would return at once (bytes or an error).
+// a Read would return at once (bytes or an error). Over TLS it reads with
+// a deadline in the past, which makes crypto/tls return what it holds
+// decrypted or in whole records without touching the socket, else the
+// deadline's error, which it does not keep; then, since that read never
+// reaches the socket, whether the socket holds bytes (a record on its way:
+// the reader waits for it rather than park on a readable socket). A
+// partial record crypto/tls holds is completed by bytes that make the
+// socket readable. Its buffer goes back when nothing came.
 func (cr *connReader) poll() bool {
 	if cr.r != cr.w || cr.pending != nil {
 		return true
 	}
 	cr.r, cr.w = 0, 0
+	if cr.tls != nil {
+		cr.tls.SetReadDeadline(time.Unix(1, 0))
+		err := cr.fill()
+		cr.tls.SetReadDeadline(time.Time{})
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			cr.pending = err
+			return true
+		}
+		cr.release()
+		return cr.socketReadable()
+	}
 	err := cr.readRaw(false)
 	if err == errWouldBlock {
 		return false
@@ -114,7 +141,7 @@ func (cr *connReader) fill() error {
 	if cr.r == cr.w {
 		cr.r, cr.w = 0, 0
 	}
-	if cr.rc == nil || cr.pre != nil && cr.pre.Buffered() > 0 {
+	if cr.rc == nil || cr.tls != nil || cr.pre != nil && cr.pre.Buffered() > 0 {
 		cr.take()
 		n, err := cr.nc.Read(cr.buf[cr.w:])
 		cr.w += n
@@ -127,6 +154,18 @@ func (cr *connReader) fill() error {
 		return err
 	}
 	return cr.readRaw(true)
+}
+
+// socketReadable reports whether the socket has bytes (or its end) to read,
+// without reading them.
+func (cr *connReader) socketReadable() bool {
+	readable := true // if the socket cannot be asked, do not park on it
+	cr.rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		readable = err != unix.EAGAIN
+	})
+	return readable
 }
 
 // errWouldBlock: the socket had nothing to read and the caller would not wait.

@@ -19,7 +19,7 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 	ts := startServer(t, testHandler(), Config{}, false)
 	const n = 50
 	before := runtime.NumGoroutine()
-	rcs := idleClients(t, ts.addr, n)
+	rcs := idleClients(t, ts, n)
 	conns := serverConns(ts)
 	if len(conns) != n {
 		t.Fatalf("%d server connections, want %d", len(conns), n)
@@ -47,11 +47,11 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 
 // idleClients opens n connections past the handshake: the server's
 // SETTINGS, then its ACK of ours (its writer has run).
-func idleClients(t *testing.T, addr string, n int) []*rawClient {
+func idleClients(t *testing.T, ts *testServer, n int) []*rawClient {
 	t.Helper()
 	rcs := make([]*rawClient, n)
 	for i := range rcs {
-		rcs[i] = dialRaw(t, addr)
+		rcs[i] = dialRawTS(t, ts)
 		acked := false
 		rcs[i].readUntil(5*time.Second, func(f http2.Frame) bool {
 			if sf, ok := f.(*http2.SettingsFrame); ok {
@@ -119,15 +119,21 @@ func parkedCount(conns []*Conn) int {
 	return n
 }
 
-// TestIdleConnParks: quiet h2c connections served detached hold no
-// goroutine (their sockets wait in the parker's epoll set); a request on
-// one is answered in full, and it parks again after; a client's close ends
-// a parked connection on the server, and Shutdown ends the rest.
+// TestIdleConnParks: quiet connections served detached, h2c and TLS, hold
+// no goroutine (their sockets wait in the parker's epoll set); a request
+// on one is answered in full, and it parks again after; a client's close
+// ends a parked connection on the server, and Shutdown ends the rest.
 func TestIdleConnParks(t *testing.T) {
-	ts := startServer(t, testHandler(), Config{}, false)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "h2c", true: "tls"}[useTLS], func(t *testing.T) { testIdleConnParks(t, useTLS) })
+	}
+}
+
+func testIdleConnParks(t *testing.T, useTLS bool) {
+	ts := startServer(t, testHandler(), Config{}, useTLS)
 	const n = 50
 	before := runtime.NumGoroutine()
-	rcs := idleClients(t, ts.addr, n)
+	rcs := idleClients(t, ts, n)
 	conns := serverConns(ts)
 	waitFor(t, "every idle connection parked", func() bool { return parkedCount(conns) == n })
 	if d := runtime.NumGoroutine() - before; d > n/5 {
@@ -158,7 +164,7 @@ func TestIdleConnParks(t *testing.T) {
 // connection (GOAWAY, then the server closes).
 func TestParkedConnIdleTimeout(t *testing.T) {
 	ts := startServer(t, testHandler(), Config{IdleTimeout: 300 * time.Millisecond}, false)
-	rc := idleClients(t, ts.addr, 1)[0]
+	rc := idleClients(t, ts, 1)[0]
 	conns := serverConns(ts)
 	waitFor(t, "the idle connection parked", func() bool { return parkedCount(conns) == 1 })
 	if f := rc.readUntil(5*time.Second, func(f http2.Frame) bool { _, ok := f.(*http2.GoAwayFrame); return ok }); f == nil {

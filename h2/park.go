@@ -15,9 +15,10 @@ import (
 // connection costs, and its socket waits in one epoll set shared by the
 // process; when the socket is readable (or hung up), a new goroutine takes
 // the read loop up again. The runtime's poller keeps its own registration
-// of the socket; this is a second, one-shot one. Only plain TCP parks:
+// of the socket; this is a second, one-shot one. TLS connections park too:
 // crypto/tls may hold records it has read and not yet returned, which no
-// readiness of the socket would announce.
+// readiness of the socket would announce, so the last look before parking
+// reads through it with a deadline in the past (connReader.poll).
 
 // parker is the process's epoll set of parked connections.
 type parker struct {
