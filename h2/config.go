@@ -56,12 +56,12 @@ type Config struct {
 	// sendq.go), unless TCP_NOTSENT_LOWAT was set on the socket already.
 	KernelSendQueue bool
 
-	// ParkIdle (server role, Server.ServeConnDetached) lets a quiet h2c
-	// connection give up its read goroutine (park.go): about 4.5 KB less
-	// per idle connection. Off by default: when every wait for input of a
-	// busy connection took the connection's lock twice more, it cost 6-18 %
-	// of h2load's req/s here; that check is now two atomic operations.
-	ParkIdle bool
+	// KeepIdleReader (server role, Server.ServeConnDetached) keeps a quiet
+	// connection's read goroutine, which by default it gives up (park.go):
+	// about 4.9 KB more per idle h2c connection. Parking costs a busy
+	// connection two atomic operations per wait for input (the h2load A/B
+	// in docs/results.md, issue 18, found no difference).
+	KeepIdleReader bool
 }
 
 // Direction tells whether a traced frame was read or written.

@@ -59,8 +59,6 @@ func startServer(t testing.TB, h http.Handler, cfg Config, useTLS bool, opts ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Parking on: h2c connections park while quiet in every test here.
-	cfg.ParkIdle = true
 	ts := &testServer{srv: &Server{Handler: h, Config: cfg}, ln: ln, addr: ln.Addr().String()}
 	if useTLS {
 		ts.tls = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, NextProtos: []string{"h2"}}

@@ -87,7 +87,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn, up *Upgrade) error 
 }
 
 // ServeConnDetached serves a connection as ServeConn does, but with
-// Config.ParkIdle returns once the connection is quiet (no stream, nothing
+// unless Config.KeepIdleReader returns once the connection is quiet (no stream, nothing
 // to read or write); ended is called, once, with ServeConn's error when it
 // ends. While quiet, a plain TCP connection then holds no goroutine
 // (park.go); others keep theirs.
@@ -145,7 +145,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn, up *Upgrade, detach
 		}
 		ended(err)
 	}
-	c.detached = detached && c.cfg.ParkIdle
+	c.detached = detached && !c.cfg.KeepIdleReader
 	c.runReader()
 }
 

@@ -67,9 +67,10 @@ type Server struct {
 	// (h2.Config.KernelSendQueue, set on H2 by the first Listen or Serve).
 	// A NotSentLowat set here also keeps the engine off the socket.
 	KernelSendQueue bool
-	// ParkIdle lets quiet h2c connections give up their read goroutine
-	// (h2.Config.ParkIdle, set on H2 by the first Listen or Serve).
-	ParkIdle bool
+	// KeepIdleReader keeps the read goroutine of quiet HTTP/2 connections,
+	// which they give up by default (h2.Config.KeepIdleReader, set on H2 by
+	// the first Listen or Serve).
+	KeepIdleReader bool
 
 	ErrorLog *log.Logger // nil: the log package's standard logger
 
@@ -218,8 +219,8 @@ func (s *Server) init(addr net.Addr) error {
 		if s.KernelSendQueue {
 			s.H2.Config.KernelSendQueue = true
 		}
-		if s.ParkIdle {
-			s.H2.Config.ParkIdle = true
+		if s.KeepIdleReader {
+			s.H2.Config.KeepIdleReader = true
 		}
 		if s.TLS {
 			if s.tlsConf, s.initErr = s.makeTLSConfig(addr); s.initErr != nil {

@@ -35,7 +35,8 @@ type Config struct {
 	// Binary runs another build of shunt as the server, to compare builds
 	// in one sweep.
 	Binary string `param:"binary" help:"shunt binary to serve with (default: this program)"`
-	Park   bool   `param:"park" help:"shunt serve --park-idle: quiet connections give up their read goroutine"`
+	// KeepReader turns parking off (it is shunt serve's default).
+	KeepReader bool `param:"keep_reader" help:"shunt serve --park-idle=false: quiet connections keep their read goroutine"`
 }
 
 // DefaultConfig: 10,000 connections to shunt serve, a worker per CPU.
@@ -53,8 +54,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.conns", strconv.Itoa(c.Conns), "want 1 to %d", maxConns)
 	case c.Workers < 1:
 		return experiment.Errorf("params.workers", strconv.Itoa(c.Workers), "want at least 1")
-	case c.Park && c.Server != peers.Shunt:
-		return experiment.Errorf("params.park", "true", "only with server shunt")
+	case c.KeepReader && c.Server != peers.Shunt:
+		return experiment.Errorf("params.keep_reader", "true", "only with server shunt")
 	case c.Binary != "" && c.Server != peers.Shunt:
 		return experiment.Errorf("params.binary", c.Binary, "only with server shunt")
 	case c.Settle < 0:
@@ -96,8 +97,8 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		return nil, err
 	}
 	o.Binary = bin
-	if c.Park {
-		o.Args = []string{"--park-idle"}
+	if c.KeepReader {
+		o.Args = []string{"--park-idle=false"}
 	}
 	return &Session{cfg: c, opts: o, client: env.Net.Client(), info: map[string]string{
 		"server": ver, "workers": strconv.Itoa(c.Workers), "max_connections": strconv.Itoa(o.MaxConnections)}}, nil
