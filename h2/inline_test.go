@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // inlineBody is what /inline/N serves (its first N bytes), as a static
@@ -136,33 +135,10 @@ func TestInlinePriority(t *testing.T) {
 	rc.request(1, "/inline/65535", true) // uses up the connection window
 	rc.readBody(1)
 	// The reader answers both before it reads the WINDOW_UPDATE after them.
-	for _, r := range []struct {
-		id uint32
-		p  string
-	}{{3, "u=5"}, {5, "u=1"}} {
-		blk := rc.block("/inline/60000", hpack.HeaderField{Name: "priority", Value: r.p})
-		rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.id, BlockFragment: blk, EndStream: true, EndHeaders: true})
-	}
+	rc.requestUrgencies("/inline/60000")
 	rc.fr.WriteWindowUpdate(0, 200000)
-	var order []uint32
-	ended := 0
-	rc.readUntil(5*time.Second, func(f http2.Frame) bool {
-		if d, ok := f.(*http2.DataFrame); ok {
-			order = append(order, d.StreamID)
-			if d.StreamEnded() {
-				ended++
-			}
-		}
-		return ended == 2
-	})
-	if ended != 2 || h.inline.Load() != 3 {
-		t.Fatalf("responses incomplete (%d inline), DATA order %v", h.inline.Load(), order)
-	}
-	seen3 := false
-	for _, id := range order {
-		seen3 = seen3 || id == 3
-		if id == 5 && seen3 {
-			t.Fatalf("u=5 stream 3 sent before u=1 stream 5 finished: %v", order)
-		}
+	urgentFirst(t, rc.dataOrder(2))
+	if h.inline.Load() != 3 {
+		t.Fatalf("%d responses inline, want 3", h.inline.Load())
 	}
 }

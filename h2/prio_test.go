@@ -25,13 +25,7 @@ func TestPriorityOrdersData(t *testing.T) {
 	ts := startServer(t, h, Config{}, false)
 	rc := dialRaw(t, ts.addr)
 	rc.useUpWindow(1)
-	for _, r := range []struct {
-		id uint32
-		p  string
-	}{{3, "u=5"}, {5, "u=1"}} {
-		blk := rc.block("/gen/60000", hpack.HeaderField{Name: "priority", Value: r.p})
-		rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.id, BlockFragment: blk, EndStream: true, EndHeaders: true})
-	}
+	rc.requestUrgencies("/gen/60000")
 	// Wait until both bodies are queued, blocked on the connection window.
 	for range 2 {
 		select {
@@ -41,7 +35,24 @@ func TestPriorityOrdersData(t *testing.T) {
 		}
 	}
 	rc.fr.WriteWindowUpdate(0, 200000)
-	order := rc.dataOrder(2)
+	urgentFirst(t, rc.dataOrder(2))
+}
+
+// requestUrgencies asks for path on stream 3 at u=5, then on stream 5 at u=1.
+func (rc *rawClient) requestUrgencies(path string) {
+	for _, r := range []struct {
+		id uint32
+		p  string
+	}{{3, "u=5"}, {5, "u=1"}} {
+		blk := rc.block(path, hpack.HeaderField{Name: "priority", Value: r.p})
+		rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: r.id, BlockFragment: blk, EndStream: true, EndHeaders: true})
+	}
+}
+
+// urgentFirst checks that requestUrgencies' u=1 stream 5 was sent whole
+// before any DATA of u=5 stream 3.
+func urgentFirst(t *testing.T, order []uint32) {
+	t.Helper()
 	seen3 := false
 	for _, id := range order {
 		seen3 = seen3 || id == 3
