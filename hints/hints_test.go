@@ -185,6 +185,11 @@ func TestDecidePresets(t *testing.T) {
 		{"urgent-fast-finish", img, Decision{Path: 1, Second: -1, Rule: 2}},
 		{"hedge-urgent", doc, Decision{Path: 1, Second: -1, Tail: 64000, Rule: 1}},
 		{"hedge-urgent", Hint{Script, 100000, 1}, Decision{Path: 1, Second: -1, Rule: 2}},
+		// A browser's request through shunt proxy has no size: hedge-urgent's
+		// size<=64KB misses it, hedge-urgent-unsized does not.
+		{"hedge-urgent", Hint{Style, -1, 0}, Decision{Path: 1, Second: -1, Rule: 2}},
+		{"hedge-urgent-unsized", Hint{Style, -1, 0}, Decision{Path: 1, Second: -1, Tail: 64000, Rule: 1}},
+		{"hedge-urgent-unsized", Hint{Image, -1, 2}, Decision{Path: 0, Second: -1, Rule: 2}},
 		{"adaptive", doc, Decision{Path: 1, Second: -1, Rule: 2}},
 	} {
 		if got := mustPreset(t, tc.policy).Decide(tc.h, twoPaths(), t0); got != tc.want {

@@ -34,6 +34,12 @@ var presets = map[string]string{
 	// would deliver the rest sooner than the response's own, which a stall
 	// (loss recovery) makes it; no copy of responses that flow.
 	"hedge-urgent": "urgent size<=64KB -> path=fast tail=64KB\nurgent -> path=fast\n* -> path=cheap",
+	// hedge-urgent for requests that carry no size (a browser's, through
+	// shunt proxy), which its size<=64KB never matches: every urgent
+	// response's last 64 KB asked for again on the other path once that
+	// path would deliver them sooner (the size is known from the response
+	// by then).
+	"hedge-urgent-unsized": "urgent -> path=fast tail=64KB\n* -> path=cheap",
 	// The third: urgent-fast, and the last 32 KB of a bulk response of
 	// 100 KB or more asked for again on the other path when that would
 	// deliver them sooner.
