@@ -82,6 +82,9 @@ func (pc *pathConn) close() {
 	select {
 	case <-pc.ready:
 	default:
+		// Still dialing (Close during a redial): close what the dial
+		// brings, within the dial's timeout, or it stays open unowned.
+		go func() { <-pc.ready; pc.close() }()
 		return
 	}
 	if pc.h2 != nil {
