@@ -58,7 +58,7 @@ type Config struct {
 
 	// KeepIdleReader (server role, Server.ServeConnDetached) keeps a quiet
 	// connection's read goroutine, which by default it gives up (park.go):
-	// about 4.9 KB more per idle h2c connection. Parking costs a busy
+	// about 4.7 KB more per idle h2c connection. Parking costs a busy
 	// connection two atomic operations per wait for input (the h2load A/B
 	// in docs/results.md, issue 18, found no difference).
 	KeepIdleReader bool

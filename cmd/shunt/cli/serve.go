@@ -52,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	key := fs.String("key", "", "TLS private key `FILE` (PEM)")
 	cc := fs.String("cc", "", "TCP congestion control for every connection, e.g. cubic, bbr (default: the system's)")
 	lowat := fs.Int("notsent-lowat", 0, "TCP_NOTSENT_LOWAT in `bytes` for every connection (0: the system's)")
-	parkIdle := fs.Bool("park-idle", true, "HTTP/2: a quiet connection (h2c or TLS) gives up its read goroutine and read buffers until its socket is readable (about 4.9 KB less per idle h2c connection); --park-idle=false keeps them")
+	parkIdle := fs.Bool("park-idle", true, "HTTP/2: a quiet connection (h2c or TLS) gives up its read goroutine and read buffers until its socket is readable (about 4.7 KB less per idle h2c connection); --park-idle=false keeps them")
 	kernelQ := fs.Bool("kernel-send-queue", false, "HTTP/2: leave each socket's send queue to the kernel (megabytes of a bulk response may wait unsent ahead of later responses) instead of keeping about 2 ms of sending unsent")
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
 	headerTimeout := fs.Duration("header-timeout", server.DefaultHeaderTimeout, "close a connection whose TLS handshake, HTTP/1.1 request header, or HTTP/2 preface or header block takes longer than `DURATION` (slow headers, slowloris)")
