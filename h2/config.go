@@ -55,6 +55,9 @@ type Config struct {
 	// engine keeps the unsent part to a few milliseconds of sending (see
 	// sendq.go), unless TCP_NOTSENT_LOWAT was set on the socket already.
 	KernelSendQueue bool
+	// sendMark, if set, replaces sendMark for this connection's send queue
+	// (tests pace loopback, whose rate would always give maxSendMark).
+	sendMark func(window int, srtt, minRTT time.Duration) int
 
 	// KeepIdleReader (server role, Server.ServeConnDetached) keeps a quiet
 	// connection's read goroutine, which by default it gives up (park.go):

@@ -84,17 +84,18 @@ func sendRefresh(srtt time.Duration) time.Duration {
 // sendQueue is the writer's handle on its TCP socket. Only the write
 // goroutine uses it.
 type sendQueue struct {
-	rc   syscall.RawConn
-	mark int       // TCP_NOTSENT_LOWAT in force; 0 before the first refresh
-	next time.Time // when to read TCP_INFO again
-	pfd  [1]unix.PollFd
+	rc     syscall.RawConn
+	markOf func(window int, srtt, minRTT time.Duration) int // sendMark, or a test's
+	mark   int                                              // TCP_NOTSENT_LOWAT in force; 0 before the first refresh
+	next   time.Time                                        // when to read TCP_INFO again
+	pfd    [1]unix.PollFd
 }
 
 // newSendQueue returns the send queue of nc's TCP socket, or nil when nc
 // is not TCP (in-memory pipes, other transports) or when TCP_NOTSENT_LOWAT
 // was already set on it (shunt serve --notsent-lowat): a fixed mark chosen
 // by the application stays as it is.
-func newSendQueue(nc net.Conn) *sendQueue {
+func newSendQueue(nc net.Conn, markOf func(int, time.Duration, time.Duration) int) *sendQueue {
 	for {
 		u, ok := nc.(interface{ NetConn() net.Conn })
 		if !ok {
@@ -118,7 +119,10 @@ func newSendQueue(nc net.Conn) *sendQueue {
 	}); err != nil || set {
 		return nil
 	}
-	return &sendQueue{rc: rc}
+	if markOf == nil {
+		markOf = sendMark
+	}
+	return &sendQueue{rc: rc, markOf: markOf}
 }
 
 // paced refreshes the mark when due and reports whether the writer should
@@ -157,16 +161,12 @@ func (q *sendQueue) info(now time.Time) (room int) {
 		mss := int(ti.Snd_mss)
 		srtt := time.Duration(ti.Rtt) * time.Microsecond
 		q.next = now.Add(sendRefresh(srtt))
-		q.setMark(fd, markOf(int(ti.Snd_cwnd)*mss, srtt, time.Duration(ti.Min_rtt)*time.Microsecond))
+		q.setMark(fd, q.markOf(int(ti.Snd_cwnd)*mss, srtt, time.Duration(ti.Min_rtt)*time.Microsecond))
 		inFlight := int(ti.Unacked) - int(ti.Sacked) - int(ti.Lost) + int(ti.Retrans)
 		room = max(int(ti.Snd_cwnd)-inFlight, 0) * mss
 	})
 	return room
 }
-
-// markOf is sendMark; tests replace it to pace a loopback connection, whose
-// rate would otherwise always give maxSendMark.
-var markOf = sendMark
 
 func (q *sendQueue) setMark(fd uintptr, m int) {
 	if m != q.mark && unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, m) == nil {

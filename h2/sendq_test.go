@@ -76,7 +76,7 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // kernel then (the wakeup the writer depends on).
 func TestSendQueueWaitsForDrain(t *testing.T) {
 	client, server := tcpPair(t)
-	q := newSendQueue(server)
+	q := newSendQueue(server, nil)
 	if q == nil {
 		t.Fatal("no send queue on a TCP connection")
 	}
@@ -85,7 +85,7 @@ func TestSendQueueWaitsForDrain(t *testing.T) {
 		t.Fatalf("mark %d after setting %d", q.mark, minSendMark)
 	}
 	// A socket with TCP_NOTSENT_LOWAT set is left to its application.
-	if newSendQueue(server) != nil {
+	if newSendQueue(server, nil) != nil {
 		t.Error("a second send queue on a socket whose TCP_NOTSENT_LOWAT is set")
 	}
 	buf := make([]byte, 64<<10)
@@ -124,8 +124,7 @@ func TestSendQueueWaitsForDrain(t *testing.T) {
 // and TLS, each checked by SHA-256, and checks the socket's mark.
 func TestPacedWriterDelivers(t *testing.T) {
 	const mark = 32 << 10
-	markOf = func(int, time.Duration, time.Duration) int { return mark }
-	t.Cleanup(func() { markOf = sendMark })
+	cfg := Config{sendMark: func(int, time.Duration, time.Duration) int { return mark }}
 	for _, useTLS := range []bool{false, true} {
 		var marks sync.Map
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +136,7 @@ func TestPacedWriterDelivers(t *testing.T) {
 			rcOf(t, c.NetConn()).Control(func(fd uintptr) { lowat, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
 			marks.Store(r.URL.Path, lowat)
 		})
-		ts := startServer(t, h, Config{}, useTLS)
+		ts := startServer(t, h, cfg, useTLS)
 		tr := newTestTransport(ts)
 		sizes := []int64{3 << 20, 10 << 10, 100 << 10, 1, 3<<20 + 7}
 		var wg sync.WaitGroup

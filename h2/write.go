@@ -103,7 +103,7 @@ func (c *Conn) writeLoop() {
 			if c.wantSendq {
 				// Made with the first DATA: an idle connection holds none.
 				c.wantSendq = false
-				c.sendq = newSendQueue(c.nc)
+				c.sendq = newSendQueue(c.nc, c.cfg.sendMark)
 			}
 			if c.sendq != nil && c.sendq.paced(time.Now()) {
 				// Short send queue on a slow link: what is buffered goes
