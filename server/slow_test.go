@@ -17,6 +17,7 @@ import (
 	"github.com/shunt-net/shunt/internal/faults"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"golang.org/x/sys/unix"
 )
 
 // closedWithin reads c until the server closes it (EOF or reset) and
@@ -30,6 +31,36 @@ func closedWithin(c net.Conn, limit time.Duration) (time.Duration, bool) {
 		return time.Since(start), false
 	}
 	return time.Since(start), true
+}
+
+// untilStill waits until the bytes queued unread on every conn have not
+// changed for still (at most max) and returns how long that took, 0 if it
+// ran into max.
+func untilStill(t *testing.T, conns []net.Conn, still, max time.Duration) time.Duration {
+	queued := func() (sum int) {
+		for _, c := range conns {
+			rc, err := c.(*net.TCPConn).SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.Control(func(fd uintptr) {
+				n, _ := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+				sum += n
+			})
+		}
+		return sum
+	}
+	start := time.Now()
+	last, since := queued(), time.Now()
+	for time.Since(start) < max {
+		time.Sleep(still / 10)
+		if n := queued(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= still {
+			return time.Since(start)
+		}
+	}
+	return 0
 }
 
 // trickle writes b one byte every gap until the write fails or done closes.
@@ -260,9 +291,13 @@ func TestStalledPeer(t *testing.T) {
 			}
 		})
 	}
-	// The unread connections are closed: reading them now (past the
-	// timeout: reading earlier would let the server go on), they end.
-	time.Sleep(4 * limit)
+	// The unread connections are closed: reading them once the server's
+	// writes are stuck (reading earlier would let the server go on), they
+	// end. Stuck is when no receive queue grew for 2 x limit: on a loaded
+	// machine filling 20 connections' socket buffers can take seconds.
+	if d := untilStill(t, noRead, 2*limit, 30*time.Second); d > 0 {
+		t.Logf("no-read peers' receive queues still after %v", d)
+	}
 	for i, c := range noRead {
 		wg.Go(func() {
 			if d, closed := closedWithin(c, 10*limit); !closed {
