@@ -1,0 +1,458 @@
+package mph2
+
+// One object of a Hinted load: its copies (the primary request, a
+// redundant copy, a tail re-requested by Range) and the byte stream the
+// application reads from them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shunt-net/shunt/hints"
+)
+
+// hcopy is one request of an object on one path: the whole object, or from
+// off on (a tail). The fields after learn are guarded by its object's mu.
+type hcopy struct {
+	path   int
+	off    int64
+	cancel context.CancelFunc
+	// learn: the hint had no size, so the response's length is counted on
+	// the path (Sent, and Queued until the copy ends) once it is known.
+	learn bool
+
+	size   int64 // the object's size; -1 until the response says
+	got    int64 // body bytes read, from off
+	first  time.Time
+	last   time.Time
+	status int
+	header http.Header
+	// buf[:got] is read by the object's stream while the copy still writes
+	// buf[got:].
+	buf []byte
+}
+
+// hobject is one object's copies and the byte stream the application reads
+// from them (an io.ReadCloser). The lead copy, the first whose response
+// came (normally the primary), passes its bytes on as they arrive; once a
+// copy completes first (the winner), the stream goes on from the winner at
+// the offset already delivered (from the lead up to where a winning tail
+// starts). A copy's bytes are used only once its response matched the
+// lead's (length and validators), so the stream never repeats, skips or
+// mixes bytes of different representations.
+type hobject struct {
+	h      *Hinted
+	d      hints.Decision
+	placed int64 // the hint's size, counted on the decision's paths
+	learn  bool  // no size in the hint: copies count the response's
+	rawURL string
+	hdr    http.Header
+	req    time.Time
+	ctx    context.Context
+	cancel context.CancelFunc // every copy
+	events chan copyDone
+	ended  chan struct{} // closed once every copy has ended (run returned)
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	copies    []*hcopy // primary, redundant copy, tail, in the order started
+	tail      *hcopy
+	lead      *hcopy
+	winner    *hcopy
+	done      time.Time // the winner completed
+	err       error     // every copy failed
+	delivered int64
+	used      []int64 // bytes delivered per path
+	closed    bool
+	settled   bool
+}
+
+type copyDone struct {
+	c   *hcopy
+	err error
+}
+
+// errBodyClosed is what a stream's Read returns after Close.
+var errBodyClosed = errors.New("mph2: hinted body read after Close")
+
+// open places rawURL's request by the policy and starts its copies; the
+// object's stream can be read at once (Read waits for the bytes).
+func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*hobject, error) {
+	if err := h.awaitFirst(ctx); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	h.mu.Lock()
+	d := h.Policy.Decide(hint, h.states(), now)
+	if d.Path < 0 {
+		h.mu.Unlock()
+		return nil, errors.New("mph2: the policy chose no path")
+	}
+	placed := max(hint.Size, 0)
+	for _, p := range []int{d.Path, d.Second} {
+		if p >= 0 {
+			h.paths[p].sent += placed
+			h.paths[p].queued += placed
+		}
+	}
+	if d.Redundant() {
+		h.stats.Redundant++
+	}
+	h.mu.Unlock()
+	o := &hobject{h: h, d: d, placed: placed, learn: hint.Size < 0, rawURL: rawURL, hdr: hdr, req: now, events: make(chan copyDone, 3),
+		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
+	o.cond = sync.NewCond(&o.mu)
+	o.ctx, o.cancel = context.WithCancel(ctx)
+	o.start(d.Path, 0)
+	if d.Redundant() {
+		o.start(d.Second, 0)
+	}
+	go o.run()
+	return o, nil
+}
+
+// start runs one copy of the object on path from offset off.
+func (o *hobject) start(path int, off int64) *hcopy {
+	cctx, cancel := context.WithCancel(o.ctx)
+	c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: o.learn}
+	hdr := o.hdr
+	if off > 0 {
+		hdr = o.rangeHeader(off)
+	}
+	o.mu.Lock()
+	o.copies = append(o.copies, c)
+	o.mu.Unlock()
+	o.h.mu.Lock()
+	o.h.stats.Paths[path].Requests++
+	o.h.mu.Unlock()
+	go func() { o.events <- copyDone{c, o.h.fetchCopy(cctx, o, c, o.rawURL, hdr)} }()
+	return c
+}
+
+// rangeHeader is the request header of a tail from off: Range, and
+// If-Range with the lead's strong validator when it has one, so a changed
+// representation comes back whole (200) and fails the tail.
+func (o *hobject) rangeHeader(off int64) http.Header {
+	hdr := o.hdr.Clone()
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	hdr.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
+	o.mu.Lock()
+	lead := o.lead.header
+	o.mu.Unlock()
+	if et := lead.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+		hdr.Set("If-Range", et)
+	} else if lm := lead.Get("Last-Modified"); lm != "" {
+		hdr.Set("If-Range", lm)
+	}
+	return hdr
+}
+
+// run owns the copies until they have all ended: the first to complete
+// wins and the others are cancelled; a tail is asked for when the policy
+// says so.
+func (o *hobject) run() {
+	h, d := o.h, o.d
+	defer close(o.ended)
+	defer o.cancel()
+	defer func() {
+		h.mu.Lock()
+		for _, p := range []int{d.Path, d.Second} {
+			if p >= 0 {
+				h.paths[p].queued -= o.placed
+			}
+		}
+		h.mu.Unlock()
+	}()
+	o.mu.Lock()
+	running := len(o.copies)
+	o.mu.Unlock()
+	var tick <-chan time.Time
+	if d.Tail > 0 {
+		t := time.NewTicker(h.tailCheck())
+		defer t.Stop()
+		tick = t.C
+	}
+	var errs []error
+	for running > 0 {
+		select {
+		case ev := <-o.events:
+			running--
+			if ev.err != nil {
+				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
+				if running == 0 {
+					o.mu.Lock()
+					o.err = errors.Join(errs...)
+					o.cond.Broadcast()
+					o.mu.Unlock()
+				}
+				continue
+			}
+			o.win(ev.c)
+			for ; running > 0; running-- {
+				<-o.events
+			}
+		case <-tick:
+			o.mu.Lock()
+			lead, tail := o.lead, o.tail
+			var tr hints.Transfer
+			if lead != nil {
+				tr = hints.Transfer{Path: lead.path, Size: lead.size, Received: lead.got, FirstByte: lead.first, LastByte: lead.last}
+			}
+			o.mu.Unlock()
+			if lead == nil || tail != nil {
+				continue
+			}
+			h.mu.Lock()
+			j := hints.ShouldTail(d, tr, h.states(), time.Now())
+			if j >= 0 {
+				h.stats.Tails++
+			}
+			h.mu.Unlock()
+			if j >= 0 {
+				c := o.start(j, tr.Received)
+				o.mu.Lock()
+				o.tail = c
+				o.mu.Unlock()
+				running++
+				tick = nil
+			}
+		}
+	}
+}
+
+// win makes c, complete, the winner and cancels the other copies.
+func (o *hobject) win(c *hcopy) {
+	o.mu.Lock()
+	o.winner, o.done = c, time.Now()
+	for _, x := range o.copies {
+		if x != c {
+			x.cancel()
+		}
+	}
+	tail := o.tail
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	o.h.mu.Lock()
+	defer o.h.mu.Unlock()
+	if o.d.Redundant() && c.path == o.d.Second && c != tail {
+		o.h.stats.SecondWon++
+	}
+	if c == tail {
+		o.h.stats.TailWon++
+	}
+}
+
+// admit checks a copy's response against the lead's (the first response
+// becomes the lead): the same length and the same validators. o.mu is held.
+func (o *hobject) admit(c *hcopy, hdr http.Header, size int64) error {
+	if o.lead == nil {
+		if c.off > 0 {
+			return errors.New("a tail before any response")
+		}
+		o.lead = c
+		return nil
+	}
+	if size != o.lead.size {
+		return fmt.Errorf("%d bytes, the first response %d", size, o.lead.size)
+	}
+	for _, k := range validators {
+		if v := o.lead.header.Get(k); v != "" && hdr.Get(k) != v {
+			return fmt.Errorf("%s %q, the first response's %q", k, hdr.Get(k), v)
+		}
+	}
+	return nil
+}
+
+// validators are the response fields that name a representation: a copy
+// whose differ from the lead's has other bytes.
+var validators = []string{"ETag", "Last-Modified", "Repr-Digest"}
+
+// Read passes on the object's bytes in order; see hobject.
+func (o *hobject) Read(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		if o.closed {
+			return 0, errBodyClosed
+		}
+		if o.lead != nil && o.delivered >= o.lead.size {
+			return 0, io.EOF
+		}
+		src := o.lead
+		if w := o.winner; w != nil && w.off <= o.delivered {
+			src = w
+		}
+		// A winning tail starts at or below what the lead has read.
+		if src != nil && src.off+src.got > o.delivered {
+			n := copy(p, src.buf[o.delivered-src.off:src.got])
+			o.delivered += int64(n)
+			o.used[src.path] += int64(n)
+			return n, nil
+		}
+		if o.err != nil {
+			return 0, o.err
+		}
+		o.cond.Wait()
+	}
+}
+
+// Close cancels the copies still running, waits for them and counts the
+// object's bytes: those read but not delivered are wasted.
+func (o *hobject) Close() error {
+	o.mu.Lock()
+	o.closed = true
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	o.cancel()
+	<-o.ended
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.settled {
+		return nil
+	}
+	o.settled = true
+	wasted := -o.delivered
+	for _, c := range o.copies {
+		wasted += c.got
+	}
+	o.h.mu.Lock()
+	defer o.h.mu.Unlock()
+	o.h.stats.Wasted += wasted
+	for p, n := range o.used {
+		o.h.stats.Paths[p].Used += n
+	}
+	return nil
+}
+
+// got describes the object so far: the lead's response, the winner once
+// there is one. o.mu is held.
+func (o *hobject) got() *Got {
+	g := &Got{Decision: o.d, Path: -1, TailPath: -1, Request: o.req, Done: o.done}
+	if o.lead != nil {
+		g.Status, g.Header, g.Path = o.lead.status, o.lead.header, o.lead.path
+	}
+	if w := o.winner; w != nil && w != o.tail {
+		g.Path = w.path
+	} else if w != nil {
+		g.TailPath = w.path
+	}
+	for _, c := range o.copies {
+		if !c.first.IsZero() && (g.FirstByte.IsZero() || c.first.Before(g.FirstByte)) {
+			g.FirstByte = c.first
+		}
+	}
+	return g
+}
+
+// awaitLead waits until the object has a response to pass on, or failed.
+func (o *hobject) awaitLead() (*Got, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.lead == nil && o.err == nil {
+		o.cond.Wait()
+	}
+	if o.lead == nil {
+		return nil, o.err
+	}
+	return o.got(), nil
+}
+
+// fetchCopy runs one copy: the request on its path, the body read into
+// its buffer, each read passed on to the object's stream.
+func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL string, hdr http.Header) error {
+	pc, err := h.liveConn(ctx, c.path)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	resp, _, err := pc.roundTrip(req, 0)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() // before the end: RST_STREAM (CANCEL)
+	now := time.Now()
+	size := resp.ContentLength
+	switch {
+	case c.off == 0 && resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("status %s", resp.Status)
+	case c.off > 0 && resp.StatusCode != http.StatusPartialContent:
+		return fmt.Errorf("tail from %d: status %s (no ranges, or the representation changed)", c.off, resp.Status)
+	case c.off > 0:
+		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off); err != nil {
+			return err
+		}
+	}
+	if size < 0 {
+		return errors.New("response without a length")
+	}
+	o.mu.Lock()
+	if err := o.admit(c, resp.Header, size); err != nil {
+		o.mu.Unlock()
+		return err
+	}
+	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
+	c.buf = make([]byte, size-c.off)
+	o.cond.Broadcast()
+	o.mu.Unlock()
+	if c.learn {
+		// A browser's request says no size; a budget or a finish estimate
+		// needs the path's bytes all the same.
+		n := size - c.off
+		h.mu.Lock()
+		h.paths[c.path].sent += n
+		h.paths[c.path].queued += n
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.paths[c.path].queued -= n
+			h.mu.Unlock()
+		}()
+	}
+	for n := int64(0); n < int64(len(c.buf)); {
+		k, err := resp.Body.Read(c.buf[n:])
+		n += int64(k)
+		if k > 0 {
+			o.mu.Lock()
+			c.got, c.last = n, time.Now()
+			o.cond.Broadcast()
+			o.mu.Unlock()
+		}
+		if err == io.EOF && n < int64(len(c.buf)) {
+			return fmt.Errorf("body ended after %d of %d bytes", n, len(c.buf))
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+	}
+	return nil
+}
+
+// rangeTotal checks a Content-Range of bytes off-(total-1)/total and
+// returns total.
+func rangeTotal(cr string, off int64) (int64, error) {
+	spec, ok := strings.CutPrefix(cr, "bytes ")
+	rng, tot, ok2 := strings.Cut(spec, "/")
+	first, last, ok3 := strings.Cut(rng, "-")
+	a, err1 := strconv.ParseInt(first, 10, 64)
+	b, err2 := strconv.ParseInt(last, 10, 64)
+	total, err3 := strconv.ParseInt(tot, 10, 64)
+	if !ok || !ok2 || !ok3 || errors.Join(err1, err2, err3) != nil || a != off || b != total-1 || total <= off {
+		return 0, fmt.Errorf("Content-Range %q: want bytes %d-LAST/TOTAL to the end", cr, off)
+	}
+	return total, nil
+}
