@@ -346,10 +346,7 @@ func (d *download) checkVersion(p int, res *http.Response) error {
 	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusPartialContent {
 		return nil
 	}
-	v := res.Header.Get("ETag")
-	if v == "" || strings.HasPrefix(v, "W/") {
-		v = res.Header.Get("Last-Modified")
-	}
+	v := validator(res.Header)
 	switch {
 	case v == "":
 		return nil
@@ -360,6 +357,17 @@ func (d *download) checkVersion(p int, res *http.Response) error {
 		return fmt.Errorf("another version of the object: validator %s, path %s's was %s", v, d.pathName(d.validatorPath), d.validator)
 	}
 	return nil
+}
+
+// validator is what tells one version of an object from another and
+// may go in If-Range (RFC 9110 13.1.5): its strong ETag, else its
+// Last-Modified; "" if it has neither.
+func validator(h http.Header) string {
+	v := h.Get("ETag")
+	if v == "" || strings.HasPrefix(v, "W/") {
+		v = h.Get("Last-Modified")
+	}
+	return v
 }
 
 // refuse takes path p out of this download for what its server answered.

@@ -11,10 +11,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/hints"
 )
 
@@ -148,10 +148,8 @@ func (o *hobject) rangeHeader(off int64) http.Header {
 	o.mu.Lock()
 	lead := o.lead.header
 	o.mu.Unlock()
-	if et := lead.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
-		hdr.Set("If-Range", et)
-	} else if lm := lead.Get("Last-Modified"); lm != "" {
-		hdr.Set("If-Range", lm)
+	if v := validator(lead); v != "" {
+		hdr.Set("If-Range", v)
 	}
 	return hdr
 }
@@ -445,13 +443,8 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 // rangeTotal checks a Content-Range of bytes off-(total-1)/total and
 // returns total.
 func rangeTotal(cr string, off int64) (int64, error) {
-	spec, ok := strings.CutPrefix(cr, "bytes ")
-	rng, tot, ok2 := strings.Cut(spec, "/")
-	first, last, ok3 := strings.Cut(rng, "-")
-	a, err1 := strconv.ParseInt(first, 10, 64)
-	b, err2 := strconv.ParseInt(last, 10, 64)
-	total, err3 := strconv.ParseInt(tot, 10, 64)
-	if !ok || !ok2 || !ok3 || errors.Join(err1, err2, err3) != nil || a != off || b != total-1 || total <= off {
+	first, last, total, err := content.ParseContentRange(cr)
+	if err != nil || first != off || last != total-1 {
 		return 0, fmt.Errorf("Content-Range %q: want bytes %d-LAST/TOTAL to the end", cr, off)
 	}
 	return total, nil
