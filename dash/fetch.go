@@ -55,25 +55,38 @@ func (f MPH2) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 		}
 		o.Size = s.Size
 	}
-	b := &memBuffer{}
-	res, err := f.Client.Download(ctx, s.URL, b, o)
-	if err != nil {
-		return nil, err
-	}
-	return b.bytes(res.Size)
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.Client.Download(ctx, s.URL, w, o) })
 }
 
-// Downloader is a chunked multipath baseline: *mph2.MHTTP or *mph2.MSPlayer.
+// Downloader is mHTTP's chunked downloader, *mph2.MHTTP.
 type Downloader interface {
 	Download(ctx context.Context, rawURL string, w io.WriterAt) (*mph2.Result, error)
 }
 
-// Chunked fetches each segment with a chunked baseline (mHTTP, MSPlayer).
+// Chunked fetches each segment with mHTTP.
 type Chunked struct{ D Downloader }
 
 func (f Chunked) Fetch(ctx context.Context, s Segment) ([]byte, error) {
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.D.Download(ctx, s.URL, w) })
+}
+
+// MSPlayer fetches each segment with MSPlayer's scheduler, told the
+// segment's size from the manifest (-1 when it gives none) so that a
+// segment's last chunks are split over the paths.
+type MSPlayer struct{ P *mph2.MSPlayer }
+
+func (f MSPlayer) Fetch(ctx context.Context, s Segment) ([]byte, error) {
+	size := s.Size
+	if size <= 0 {
+		size = -1
+	}
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.P.Download(ctx, s.URL, size, w) })
+}
+
+// fetchAt runs a download into memory and returns its bytes, all written.
+func fetchAt(download func(w io.WriterAt) (*mph2.Result, error)) ([]byte, error) {
 	b := &memBuffer{}
-	res, err := f.D.Download(ctx, s.URL, b)
+	res, err := download(b)
 	if err != nil {
 		return nil, err
 	}

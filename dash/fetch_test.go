@@ -138,7 +138,7 @@ func fetchers(paths ...mph2.Path) map[string]Fetcher {
 		"mph2-fs":     MPH2{Client: &mph2.Client{Paths: paths}, FS: true},
 		"mph2-fs-bwl": MPH2{Client: &mph2.Client{Paths: paths, Cache: estimate.NewCache(0)}, FS: true},
 		"mhttp":       Chunked{D: &mph2.MHTTP{Paths: paths, Chunk: 64 << 10}},
-		"msplayer":    Chunked{D: &mph2.MSPlayer{Paths: paths}},
+		"msplayer":    MSPlayer{P: &mph2.MSPlayer{Paths: paths}},
 	}
 }
 

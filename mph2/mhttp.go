@@ -91,16 +91,18 @@ func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Re
 	if m.Chunk <= 0 {
 		return nil, fmt.Errorf("mhttp: chunk size %d: want a positive size", m.Chunk)
 	}
-	return chunked(ctx, "mhttp", m.Paths, m.transports(), rawURL, w, func(int) int64 { return m.Chunk }, nil)
+	return chunked(ctx, "mhttp", m.Paths, m.transports(), rawURL, -1, w, func(int, int64) int64 { return m.Chunk }, nil)
 }
 
 // chunked is the download loop mHTTP and MSPlayer share: every path claims
-// the next unclaimed chunk of size(path) bytes as soon as its previous one is
-// complete (no pipelining) and reports each completed chunk to done. The
-// size comes from the first response's Content-Range; until then each path
-// claims chunks blindly, and a chunk past the end is answered 416.
-func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport, rawURL string, w io.WriterAt,
-	size func(p int) int64, done func(p int, n int64, d time.Duration)) (*Result, error) {
+// the next unclaimed chunk of claim(path, bytes unclaimed) bytes as soon as
+// its previous one is complete (no pipelining), stops when claim says 0, and
+// reports each completed chunk to done. Unless size says it (-1: unknown),
+// the object's size comes from the first response's Content-Range; until
+// then each path claims chunks blindly (bytes unclaimed -1), and a chunk past
+// the end is answered 416.
+func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport, rawURL string, size int64, w io.WriterAt,
+	claimSize func(p int, rem int64) int64, done func(p int, n int64, d time.Duration)) (*Result, error) {
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -108,17 +110,24 @@ func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport
 	var (
 		mu    sync.Mutex
 		next  int64
-		total = int64(-1)
+		total = max(size, -1)
 		res   = &Result{Paths: make([]PathResult, len(trs))}
 	)
 	claim := func(p int) (a, b int64, ok bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if total >= 0 && next >= total {
+		rem := int64(-1)
+		if total >= 0 {
+			if rem = total - next; rem <= 0 {
+				return 0, 0, false
+			}
+		}
+		n := claimSize(p, rem)
+		if n <= 0 {
 			return 0, 0, false
 		}
 		a = next
-		next += max(size(p), 1)
+		next += n
 		return a, next, true
 	}
 	start := time.Now()
@@ -150,6 +159,10 @@ func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport
 				mu.Lock()
 				if total < 0 {
 					total = obj
+				} else if obj != total {
+					mu.Unlock()
+					errs <- fmt.Errorf("path %s: the object has %d bytes, want %d", res.Paths[i].Name, obj, total)
+					return
 				}
 				res.Paths[i].Delivered += n
 				res.Paths[i].Received += n

@@ -265,18 +265,12 @@ func (s *Session) fetcher(ctx context.Context, conns *origin.PathConns) (f dash.
 		}
 	case "mptcp":
 		return single(s.env.Net.Paths()[0], true)
-	case "mhttp", "msplayer":
-		var d interface {
-			dash.Downloader
-			Warm(ctx context.Context, rawURL string) error
-			Close()
-		}
-		if s.c.Mode == "mhttp" {
-			d = &mph2.MHTTP{Paths: paths, Chunk: int64(s.c.Chunk)}
-		} else {
-			d = &mph2.MSPlayer{Paths: paths}
-		}
+	case "mhttp":
+		d := &mph2.MHTTP{Paths: paths, Chunk: int64(s.c.Chunk)}
 		return dash.Chunked{D: d}, d.Close, d.Warm(ctx, s.mpd)
+	case "msplayer":
+		d := &mph2.MSPlayer{Paths: paths}
+		return dash.MSPlayer{P: d}, d.Close, d.Warm(ctx, s.mpd)
 	default:
 		c := &mph2.Client{Paths: paths}
 		if s.c.Mode == "mph2-fs-bwl" {
