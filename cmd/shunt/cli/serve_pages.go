@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/quic-go/quic-go/http3"
 
@@ -113,12 +114,28 @@ func (pf *pageFlags) listenH3(addr string, useTLS bool) (net.PacketConn, string,
 	if !useTLS {
 		return nil, "", errors.New("--h3 needs --tls")
 	}
-	pc, err := net.ListenPacket("udp", addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("--h3: %w", err)
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	return pc, net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)), nil
+	// A UDP port the kernel picks may be taken on TCP (another process's
+	// connection): try the TCP side before keeping it, a few times over.
+	for try := 0; ; try++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("--h3: %w", err)
+		}
+		tcpAddr := net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port))
+		ln, err := net.Listen("tcp", tcpAddr)
+		if err == nil {
+			ln.Close()
+			return pc, tcpAddr, nil
+		}
+		pc.Close()
+		if port != "0" || try == 9 || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, "", fmt.Errorf("--h3: TCP beside udp %s: %w", tcpAddr, err)
+		}
+	}
 }
 
 // setup returns the handler and address of the TCP server and a function

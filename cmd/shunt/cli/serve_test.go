@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"io"
+	"net"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -37,7 +39,12 @@ func startListening(t *testing.T, name string, run func(ctx context.Context, arg
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		cancel()
-		t.Fatalf("%s %v: no first line (%v); stderr:\n%s", name, args, err, stderr)
+		var exit error
+		select {
+		case exit = <-done:
+		case <-time.After(2 * shutdownGrace):
+		}
+		t.Fatalf("%s %v: no first line (%v), exit %v; stderr:\n%s", name, args, err, exit, stderr)
 	}
 	go io.Copy(io.Discard, pr)
 	t.Cleanup(func() {
@@ -154,5 +161,36 @@ func TestServeToCurlNghttp(t *testing.T) {
 	}
 	if out := run(nghttp, clearURL+"/gen/100KB"); !bytes.Equal(out, gen(0, 1e5)) {
 		t.Errorf("nghttp h2c: %d bytes, not the generated object", len(out))
+	}
+}
+
+// TestServeH3PortTakenOnTCP: --h3 serves HTTP/3 and HTTP/2 on one port
+// number; a port whose TCP side is taken is refused at once, naming it, and
+// a picked port (0) has both sides free.
+func TestServeH3PortTakenOnTCP(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	pf := addPageFlags(flag.NewFlagSet("serve", flag.ContinueOnError))
+	*pf.h3 = true
+	if pc, _, err := pf.listenH3(taken.Addr().String(), true); err == nil {
+		pc.Close()
+		t.Fatalf("--h3 on %s, taken on TCP: no error", taken.Addr())
+	} else if !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Errorf("error %q does not name %s", err, taken.Addr())
+	}
+	for range 20 {
+		pc, addr, err := pf.listenH3("127.0.0.1:0", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", addr)
+		pc.Close()
+		if err != nil {
+			t.Fatalf("TCP %s beside %s: %v", addr, pc.LocalAddr(), err)
+		}
+		ln.Close()
 	}
 }
