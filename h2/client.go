@@ -238,6 +238,11 @@ func (cc *ClientConn) dead() bool {
 	return c.closing || c.goAwaySent || c.goAwayRecv != nil || c.nextStreamID > 1<<31-1
 }
 
+// CanTakeNewRequest reports whether a request sent now could open a
+// stream: the connection is not closing, has neither sent nor received
+// GOAWAY, and has stream IDs left. Streams already open may go on.
+func (cc *ClientConn) CanTakeNewRequest() bool { return !cc.dead() }
+
 func (cc *ClientConn) used() bool {
 	c := cc.c
 	c.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -114,4 +115,58 @@ func (c *throttled) Read(p []byte) (int, error) {
 	due := time.Unix(0, c.start.Load()).Add(time.Duration(float64(n) / c.rate * 1e9))
 	time.Sleep(time.Until(due))
 	return k, err
+}
+
+// TestHintedPeerRestarted: nginx or h2o is killed (SIGKILL) while a
+// Hinted's object is in flight on a path of 1 MB/s and started again on
+// the same port 0.5 s later: the paths are redialed and the object is asked
+// for again from the bytes received, by Range with If-Range naming the
+// file's validator, which the restarted server still has (same file), so
+// it answers 206 and the reader gets the file byte for byte.
+func TestHintedPeerRestarted(t *testing.T) {
+	root := t.TempDir()
+	const size = 4 << 20
+	want := writeRandom(t, root, "big.bin", size)
+	eachPeer(t, root, func(t *testing.T, p *peers.Peer, server string, useTLS bool) {
+		pol, err := hints.Parse("test.rules", "* -> path=cheap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The restarted peer has a new self-signed certificate.
+		h := &mph2.Hinted{Client: &mph2.Client{TLSConfig: &tls.Config{InsecureSkipVerify: true}, StallTimeout: 20 * time.Second, Paths: []mph2.Path{
+			{Name: "cheap", Dial: throttledDial(1e6)}, {Name: "exp", Dial: throttledDial(0)}}}, Policy: pol, Cost: []float64{0, 1}}
+		if err := h.Start(p.URL("/")); err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		ctx := timeout(t, time.Minute)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL("/big.bin"), nil)
+		req.Header.Set("Sec-Fetch-Dest", "image")
+		res, err := h.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		head := make([]byte, 1<<20)
+		if _, err := io.ReadFull(res.Body, head); err != nil {
+			t.Fatal(err)
+		}
+		p.Stop()
+		time.Sleep(500 * time.Millisecond)
+		p2, err := peers.Start(timeout(t, 20*time.Second), server, peers.Options{Root: root, TLS: useTLS, Addr: p.Addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p2.Stop() })
+		rest, err := io.ReadAll(res.Body)
+		if err != nil || !bytes.Equal(append(head, rest...), want) {
+			t.Fatalf("%d bytes after the restart (%v), equal to the file: %v", len(rest), err, bytes.Equal(append(head, rest...), want))
+		}
+		// Asked again at least once: a second time when the first went on
+		// the other path's connection before its reset had been read.
+		if s := h.Stats(); s.Reissued < 1 {
+			t.Errorf("stats %+v: want the object asked again", s)
+		}
+		t.Logf("paths %+v", h.Stats().Paths)
+	})
 }

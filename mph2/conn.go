@@ -78,6 +78,12 @@ func (pc *pathConn) dead() bool {
 	return false
 }
 
+// usable: dialed, open, and (HTTP/2) still taking new streams: no GOAWAY
+// sent or received.
+func (pc *pathConn) usable() bool {
+	return isClosed(pc.ready) && !pc.dead() && (pc.h2 == nil || pc.h2.CanTakeNewRequest())
+}
+
 func (pc *pathConn) close() {
 	select {
 	case <-pc.ready:

@@ -339,10 +339,12 @@ func TestMirrorsOutOfStep(t *testing.T) {
 
 // TestHintedServerKilled: the server of a Hinted's two paths is killed
 // (every socket closed at once) and started again 1 s later: both paths
-// are redialed and re-admitted, a Get asked during the outage completes
-// once one is back, and later Gets go where the policy puts them, every
-// body checked by length and content. Before redialing, both paths stayed
-// dead: every Get after the kill failed.
+// are redialed and re-admitted, an object in flight at the kill is asked
+// for again from its bytes received (Range + If-Range) and completes, a
+// Get asked during the outage completes once a path is back, and later
+// Gets go where the policy puts them, every body checked by length and
+// content. Before redialing, both paths stayed dead: every Get after the
+// kill failed; before re-issuing, the object in flight failed.
 func TestHintedServerKilled(t *testing.T) {
 	hd, err := content.NewHandler(t.TempDir())
 	if err != nil {
@@ -356,7 +358,7 @@ func TestHintedServerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Hinted{Client: &Client{Paths: []Path{loopPath("cheap", 0, 0), loopPath("exp", 0, 0)}, StallTimeout: 10 * time.Second},
+	h := &Hinted{Client: &Client{Paths: []Path{loopPath("cheap", 2e6, 0), loopPath("exp", 0, 0)}, StallTimeout: 10 * time.Second},
 		Policy: pol, Cost: []float64{0, 1}}
 	base := "http://" + srv.addr
 	if err := h.Start(base); err != nil {
@@ -375,9 +377,15 @@ func TestHintedServerKilled(t *testing.T) {
 		}
 	}
 	placed("before the kill")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tally := faults.New(t)
+	const big = 4 << 20
+	inFlight := roundTripBehind(ctx, h, base, big, "image")
+	waitReceived(t, h, 0, image.Size+1<<20)
+	tally.Interrupted()
 	srv.kill()
-	// Requests in flight when a connection dies fail with it; this one is
-	// asked once both paths know theirs died.
+	// This one is asked once both paths know theirs died.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		h.mu.Lock()
 		dead := h.paths[0].pc.dead() && h.paths[1].pc.dead()
@@ -406,6 +414,20 @@ func TestHintedServerKilled(t *testing.T) {
 	srv.start()
 	if err := <-during; err != nil {
 		t.Fatalf("Get asked during the outage: %v", err)
+	}
+	r := <-inFlight
+	if r.err != nil {
+		tally.Count(faults.Failed)
+		t.Fatalf("the object in flight at the kill: %v", r.err)
+	}
+	if o, n, err := tally.Read(r.res.Body, faults.Gen(big, 0)); o != faults.Verified {
+		t.Fatalf("the object in flight at the kill: %v after %d bytes: %v", o, n, err)
+	}
+	r.res.Body.Close()
+	// At least once: again when the first went on the other path's
+	// connection before its end had been read.
+	if s := h.Stats(); s.Reissued < 1 {
+		t.Errorf("%d objects asked again, want the one in flight", s.Reissued)
 	}
 	placed("after the restart")
 	s := h.Stats()

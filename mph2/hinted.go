@@ -31,11 +31,17 @@ import (
 // of order (TCP_INFO tcpi_rcv_ooopack over tcpi_segs_in: what a receiver
 // sees of loss); the cost per byte from Cost.
 //
-// A path whose connection dies is redialed as a download's paths are
-// (backing off from 100 ms to 1 s, until Client.StallTimeout has passed
-// since the path last delivered) and re-admitted with fresh estimates; a
-// Get while no path is up waits for one. Requests in flight on the
-// connection that died fail.
+// A path whose connection dies (closed, reset, GOAWAY, or silent: PING
+// unanswered and no frame for the liveness timeout, as a download's paths
+// are judged) is redialed as a download's paths are (backing off from
+// 100 ms to 1 s, until Client.StallTimeout has passed since it was lost or
+// any path last delivered) and re-admitted with fresh estimates; a Get
+// while no path is up waits for one, and one while every path has been
+// given up dials them all again. An object whose requests in flight all
+// died with their connections is asked for again on another live path
+// (hobject.reissue), so it fails only once none of its requests has
+// delivered a byte for the stall timeout (or up to 1 s sooner, when every
+// path's redialing has ended first).
 //
 // Each copy of an object is held in memory (web objects), so Get returns
 // the body; RoundTrip passes the body on as it arrives, in order: the first
@@ -52,12 +58,15 @@ type Hinted struct {
 	// it passes on (before the body has arrived).
 	Placed func(req *http.Request, hint hints.Hint, g *Got)
 
-	mu      sync.Mutex
-	u       *url.URL
-	paths   []*hintedPath
-	stats   HintedStats
-	stop    context.CancelFunc
-	probers sync.WaitGroup
+	mu    sync.Mutex
+	u     *url.URL
+	paths []*hintedPath
+	stats HintedStats
+	// lastData is when a path was last seen to have received DATA.
+	lastData time.Time
+	ctx      context.Context // the watches'; stop ends it
+	stop     context.CancelFunc
+	probers  sync.WaitGroup
 }
 
 type hintedPath struct {
@@ -84,9 +93,13 @@ type HintedStats struct {
 	Tails, TailWon int
 	// Wasted is body bytes read from copies that were not used (the loser
 	// of a redundant pair, a response overtaken by its tail or the tail it
-	// overtook). Bytes in flight when the copy was cancelled are not read;
-	// HintedPathStats.Received counts them.
+	// overtook, the first bytes of an object asked for again whole, checked
+	// against those received before). Bytes in flight when the copy was
+	// cancelled are not read; HintedPathStats.Received counts them.
 	Wasted int64
+	// Reissued counts the objects asked for again after every request of
+	// theirs in flight failed with its path's connection.
+	Reissued int
 }
 
 // HintedPathStats is one path's share.
@@ -96,6 +109,7 @@ type HintedPathStats struct {
 	Used      int64 // body bytes of the path that went into returned objects
 	Received  int64 // DATA payload the path's connections received (h2 only), wasted bytes included
 	Redials   int   // connections that died and were replaced by a redial
+	Stalls    int   // connections closed for silence (liveness)
 	RTT       time.Duration
 	Bandwidth float64 // bytes/s
 	Loss      float64
@@ -135,17 +149,43 @@ func (h *Hinted) Start(rawURL string) error {
 		cancel()
 		return errors.New("mph2: Hinted started twice")
 	}
-	h.u, h.stop = u, cancel
+	h.u, h.ctx, h.stop = u, ctx, cancel
 	h.stats.Paths = make([]HintedPathStats, len(h.Client.Paths))
 	for i, p := range h.Client.Paths {
-		hp := &hintedPath{}
-		hp.admit(h.Client.conn(i, u))
-		h.paths = append(h.paths, hp)
+		h.paths = append(h.paths, &hintedPath{})
 		h.stats.Paths[i].Name = p.Label(i)
-		h.probers.Add(1)
-		go h.watch(ctx, i)
+		h.dialPath(i)
 	}
 	return nil
+}
+
+// dialPath gives path i a new connection and a watch over it; h.mu is held.
+func (h *Hinted) dialPath(i int) {
+	hp := h.paths[i]
+	hp.down = false
+	hp.admit(h.Client.conn(i, h.u))
+	h.probers.Add(1)
+	go h.watch(h.ctx, i)
+}
+
+// revive dials every path again when all are down (their watches have
+// ended): a Hinted lives on (one per origin in shunt proxy) after an outage
+// that outlasted the stall timeout, and its next object tries afresh. A path
+// whose dial then fails is down again, and the object fails at once.
+func (h *Hinted) revive() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil || h.ctx.Err() != nil {
+		return
+	}
+	for _, hp := range h.paths {
+		if !hp.down {
+			return
+		}
+	}
+	for i := range h.paths {
+		h.dialPath(i)
+	}
 }
 
 // admit makes pc, still dialing, the path's connection, with estimates
@@ -163,7 +203,9 @@ func (hp *hintedPath) admit(pc *pathConn) {
 // watch measures path i until ctx ends and redials it when its connection
 // dies, as a download's lost path is (redial.go): after a backoff that
 // starts over once the path delivers, until the next attempt would start
-// past the stall timeout since it last delivered (or first connected). A
+// past the stall timeout since the connection was lost or any path last
+// delivered, whichever is later (a path idle for long is still redialed
+// while the others deliver, as a download's is). A
 // path whose first dial fails is down; a redial that comes back speaking
 // another protocol than before (a server still starting: its h2c probe
 // unanswered) is dropped and dialed again.
@@ -174,7 +216,7 @@ func (h *Hinted) watch(ctx context.Context, i int) {
 	pc := hp.pc
 	h.mu.Unlock()
 	var b backoff
-	var progress time.Time
+	var lost time.Time
 	proto := ""
 	for {
 		select {
@@ -189,13 +231,10 @@ func (h *Hinted) watch(ctx context.Context, i int) {
 				h.mu.Unlock()
 			}
 			proto = pc.proto
-			if progress.IsZero() {
-				progress = time.Now()
-			}
-			if last := h.probe(ctx, hp, pc); !last.IsZero() {
-				progress = last
+			if last := h.probe(ctx, i, hp, pc); !last.IsZero() {
 				b.delivered()
 			}
+			lost = time.Now()
 		} else if proto == "" {
 			h.mu.Lock()
 			hp.down = true
@@ -205,7 +244,10 @@ func (h *Hinted) watch(ctx context.Context, i int) {
 		if ctx.Err() != nil {
 			return
 		}
-		wait, ok := b.after(time.Now(), progress.Add(h.Client.stallTimeout()))
+		h.mu.Lock()
+		since := later(lost, h.lastData)
+		h.mu.Unlock()
+		wait, ok := b.after(time.Now(), since.Add(h.Client.stallTimeout()))
 		if !ok {
 			h.mu.Lock()
 			hp.down = true
@@ -217,9 +259,13 @@ func (h *Hinted) watch(ctx context.Context, i int) {
 		case <-ctx.Done():
 			return
 		}
-		if pc.err == nil && pc.proto != proto {
+		switch {
+		case pc.err == nil && pc.proto != proto:
 			h.Client.forget(i, h.u, pc)
 			pc.close()
+		case !pc.dead():
+			// Gone away: it closes itself once its open streams end.
+			h.Client.forget(i, h.u, pc)
 		}
 		pc = h.Client.conn(i, h.u)
 		h.mu.Lock()
@@ -228,11 +274,13 @@ func (h *Hinted) watch(ctx context.Context, i int) {
 	}
 }
 
-// probe measures the path on its connection pc until ctx ends or pc dies:
-// the handshake's RTT, then a PING per interval, the DATA received per
-// interval while busy, and TCP_INFO. It returns when the path last received
-// DATA (zero: never).
-func (h *Hinted) probe(ctx context.Context, hp *hintedPath, pc *pathConn) (lastData time.Time) {
+// probe measures path i on its connection pc until ctx ends or pc dies or
+// stops taking requests (GOAWAY): the handshake's RTT, then a PING per
+// interval, the DATA received per interval while busy, and TCP_INFO. A
+// connection silent by the liveness rule is closed, so that its requests
+// fail and are asked for again elsewhere. It returns when the path last
+// received DATA (zero: never).
+func (h *Hinted) probe(ctx context.Context, i int, hp *hintedPath, pc *pathConn) (lastData time.Time) {
 	if pc.h2 == nil {
 		// HTTP/1.1: nothing to measure; the transport dials as it needs.
 		<-ctx.Done()
@@ -243,19 +291,30 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath, pc *pathConn) (lastD
 	hp.minRTT = pc.connect
 	h.mu.Unlock()
 	last, lastAt := pc.received(), time.Now()
+	live := newLiveness(h.Client.PathTimeout)
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		live.sent(time.Now())
+		pctx, cancel := context.WithTimeout(ctx, live.timeout())
 		rtt, err := pc.h2.Conn().Ping(pctx)
 		cancel()
 		if ctx.Err() != nil || pc.dead() {
 			return lastData
 		}
+		if err == nil {
+			live.answered(rtt)
+		} else if live.silent(time.Now(), pc.lastFrame()) {
+			h.mu.Lock()
+			h.stats.Paths[i].Stalls++
+			h.mu.Unlock()
+			pc.close()
+			return lastData
+		}
 		loss, lerr := tcpLoss(pc.tcp)
 		now, got := time.Now(), pc.received()
-		if got > last {
-			lastData = now
-		}
 		h.mu.Lock()
+		if got > last {
+			lastData, h.lastData = now, now
+		}
 		if err == nil {
 			hp.rtt.Add(rtt)
 			hp.minRTT = min(hp.minRTT, rtt)
@@ -273,6 +332,9 @@ func (h *Hinted) probe(ctx context.Context, hp *hintedPath, pc *pathConn) (lastD
 			}
 		}
 		h.mu.Unlock()
+		if !pc.usable() {
+			return lastData // GOAWAY: its open streams go on; the path is redialed
+		}
 		last, lastAt = got, now
 		select {
 		case <-ctx.Done():
@@ -293,7 +355,7 @@ func (h *Hinted) states() []hints.PathState {
 		if h.Cost != nil {
 			s.Cost = h.Cost[i]
 		}
-		if hp.pc.dead() {
+		if isClosed(hp.pc.ready) && !hp.pc.usable() {
 			// A failed path is never preferred: an RTT no live path reaches.
 			s.Up, s.RTT, s.MinRTT = false, time.Hour, time.Hour
 		}
@@ -305,11 +367,10 @@ func (h *Hinted) states() []hints.PathState {
 // Close stops the measurements and closes the connections.
 func (h *Hinted) Close() error {
 	h.mu.Lock()
-	stop := h.stop
-	h.mu.Unlock()
-	if stop != nil {
-		stop()
+	if h.stop != nil {
+		h.stop() // under h.mu: no revive starts a watch after it
 	}
+	h.mu.Unlock()
 	h.probers.Wait()
 	return h.Client.Close()
 }
@@ -387,7 +448,7 @@ func (h *Hinted) awaitFirst(ctx context.Context) error {
 				errs = append(errs, hp.pc.err)
 			case hp.down:
 				errs = append(errs, fmt.Errorf("path %s: connection lost, redialed %d times", h.stats.Paths[i].Name, h.stats.Paths[i].Redials))
-			case !hp.pc.dead() && isClosed(hp.pc.ready):
+			case hp.pc.usable():
 				h.mu.Unlock()
 				return nil
 			case wait == nil && !isClosed(hp.pc.ready):
@@ -408,6 +469,13 @@ func (h *Hinted) awaitFirst(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -433,7 +501,7 @@ func (h *Hinted) liveConn(ctx context.Context, p int) (*pathConn, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if pc.err == nil && !pc.dead() {
+		if pc.usable() {
 			return pc, nil
 		}
 		h.mu.Lock()

@@ -5,6 +5,7 @@ package mph2
 // application reads from them.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,8 @@ import (
 )
 
 // hcopy is one request of an object on one path: the whole object, or from
-// off on (a tail). The fields after learn are guarded by its object's mu.
+// off on (a tail, or the rest after a connection died). The fields after
+// check are guarded by its object's mu.
 type hcopy struct {
 	path   int
 	off    int64
@@ -27,6 +29,9 @@ type hcopy struct {
 	// learn: the hint had no size, so the response's length is counted on
 	// the path (Sent, and Queued until the copy ends) once it is known.
 	learn bool
+	// check, for a whole copy asked for again without a validator, is the
+	// object's first bytes as received before: the copy's must equal them.
+	check []byte
 
 	size   int64 // the object's size; -1 until the response says
 	got    int64 // body bytes read, from off
@@ -47,6 +52,12 @@ type hcopy struct {
 // starts). A copy's bytes are used only once its response matched the
 // lead's (length and validators), so the stream never repeats, skips or
 // mixes bytes of different representations.
+//
+// When every copy has failed with its path's connection (closed, reset,
+// GOAWAY, silent), the object is asked for again on another live path
+// (reissue): by Range + If-Range from the bytes held when it has a
+// validator, else whole with its first bytes checked against those held;
+// the stream goes on from whichever copy holds the next byte.
 type hobject struct {
 	h      *Hinted
 	d      hints.Decision
@@ -62,7 +73,8 @@ type hobject struct {
 
 	mu        sync.Mutex
 	cond      *sync.Cond
-	copies    []*hcopy // primary, redundant copy, tail, in the order started
+	copies    []*hcopy // primary, redundant copy, tail, re-issues, in the order started
+	second    *hcopy   // the redundant copy
 	tail      *hcopy
 	lead      *hcopy
 	winner    *hcopy
@@ -72,6 +84,7 @@ type hobject struct {
 	used      []int64 // bytes delivered per path
 	closed    bool
 	settled   bool
+	retry     reissuer // run's
 }
 
 type copyDone struct {
@@ -85,6 +98,7 @@ var errBodyClosed = errors.New("mph2: hinted body read after Close")
 // open places rawURL's request by the policy and starts its copies; the
 // object's stream can be read at once (Read waits for the bytes).
 func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr http.Header) (*hobject, error) {
+	h.revive()
 	if err := h.awaitFirst(ctx); err != nil {
 		return nil, err
 	}
@@ -110,18 +124,19 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
 	o.cond = sync.NewCond(&o.mu)
 	o.ctx, o.cancel = context.WithCancel(ctx)
-	o.start(d.Path, 0)
+	o.start(d.Path, 0, nil)
 	if d.Redundant() {
-		o.start(d.Second, 0)
+		o.second = o.start(d.Second, 0, nil)
 	}
 	go o.run()
 	return o, nil
 }
 
-// start runs one copy of the object on path from offset off.
-func (o *hobject) start(path int, off int64) *hcopy {
+// start runs one copy of the object on path from offset off (check: see
+// hcopy).
+func (o *hobject) start(path int, off int64, check []byte) *hcopy {
 	cctx, cancel := context.WithCancel(o.ctx)
-	c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: o.learn}
+	c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: o.learn, check: check}
 	hdr := o.hdr
 	if off > 0 {
 		hdr = o.rangeHeader(off)
@@ -156,7 +171,8 @@ func (o *hobject) rangeHeader(off int64) http.Header {
 
 // run owns the copies until they have all ended: the first to complete
 // wins and the others are cancelled; a tail is asked for when the policy
-// says so.
+// says so; the object is asked for again when the last copy running
+// failed with its connection.
 func (o *hobject) run() {
 	h, d := o.h, o.d
 	defer close(o.ended)
@@ -185,13 +201,29 @@ func (o *hobject) run() {
 		case ev := <-o.events:
 			running--
 			if ev.err != nil {
+				h.mu.Lock()
 				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
-				if running == 0 {
-					o.mu.Lock()
-					o.err = errors.Join(errs...)
-					o.cond.Broadcast()
-					o.mu.Unlock()
+				h.mu.Unlock()
+				if running > 0 {
+					continue
 				}
+				if connLost(ev.err) && o.ctx.Err() == nil {
+					err := o.reissue(ev.c.path)
+					if err == nil {
+						// The tail rule judged the lead's transfer,
+						// which has ended.
+						running, tick, errs = 1, nil, errs[:0]
+						continue
+					}
+					errs = append(errs, err)
+				}
+				o.mu.Lock()
+				o.err = errors.Join(errs...)
+				if o.retry.n > 0 {
+					o.err = fmt.Errorf("asked again %d times: %w", o.retry.n, o.err)
+				}
+				o.cond.Broadcast()
+				o.mu.Unlock()
 				continue
 			}
 			o.win(ev.c)
@@ -216,7 +248,7 @@ func (o *hobject) run() {
 			}
 			h.mu.Unlock()
 			if j >= 0 {
-				c := o.start(j, tr.Received)
+				c := o.start(j, tr.Received, nil)
 				o.mu.Lock()
 				o.tail = c
 				o.mu.Unlock()
@@ -241,7 +273,7 @@ func (o *hobject) win(c *hcopy) {
 	o.mu.Unlock()
 	o.h.mu.Lock()
 	defer o.h.mu.Unlock()
-	if o.d.Redundant() && c.path == o.d.Second && c != tail {
+	if c == o.second {
 		o.h.stats.SecondWon++
 	}
 	if c == tail {
@@ -285,12 +317,7 @@ func (o *hobject) Read(p []byte) (int, error) {
 		if o.lead != nil && o.delivered >= o.lead.size {
 			return 0, io.EOF
 		}
-		src := o.lead
-		if w := o.winner; w != nil && w.off <= o.delivered {
-			src = w
-		}
-		// A winning tail starts at or below what the lead has read.
-		if src != nil && src.off+src.got > o.delivered {
+		if src := o.source(); src != nil {
 			n := copy(p, src.buf[o.delivered-src.off:src.got])
 			o.delivered += int64(n)
 			o.used[src.path] += int64(n)
@@ -301,6 +328,109 @@ func (o *hobject) Read(p []byte) (int, error) {
 		}
 		o.cond.Wait()
 	}
+}
+
+// source is a copy holding the next byte to deliver: the winner, else the
+// lead, else any other (the lead's connection died). Every copy with a
+// buffer matched the lead's response (admit) and holds only bytes checked
+// where it could not (hcopy.check), so any will do. o.mu is held.
+func (o *hobject) source() *hcopy {
+	holds := func(c *hcopy) bool {
+		return c != nil && c.buf != nil && c.off <= o.delivered && c.off+c.got > o.delivered
+	}
+	if holds(o.winner) {
+		return o.winner
+	}
+	if holds(o.lead) {
+		return o.lead
+	}
+	for _, c := range o.copies {
+		if holds(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// reissue asks for the object again after its last running copy failed
+// on path failed with its connection: on the live path reissuePath picks,
+// from where planResume says, when the reissuer allows; while no path is
+// live it waits for one. It fails once no copy of the object has made
+// progress for the Client's stall timeout.
+func (o *hobject) reissue(failed int) error {
+	h := o.h
+	stall := h.Client.stallTimeout()
+	o.mu.Lock()
+	progress := o.req
+	spans := make([]span, len(o.copies))
+	for i, c := range o.copies {
+		if c.last.After(progress) {
+			progress = c.last
+		}
+		spans[i] = span{c.off, c.got}
+	}
+	v := ""
+	if o.lead != nil {
+		v = validator(o.lead.header)
+	}
+	o.mu.Unlock()
+	wait, ok := o.retry.wait(time.Now(), progress, stall)
+	if !ok {
+		return fmt.Errorf("no copy delivered a byte for %v", stall)
+	}
+	select {
+	case <-time.After(wait):
+	case <-o.ctx.Done():
+		return o.ctx.Err()
+	}
+	ctx, cancel := context.WithDeadline(o.ctx, progress.Add(stall))
+	defer cancel()
+	for {
+		h.mu.Lock()
+		live, rtt := make([]bool, len(h.paths)), make([]time.Duration, len(h.paths))
+		for i, hp := range h.paths {
+			live[i] = !hp.down && hp.pc.usable()
+			rtt[i], _ = hp.rtt.Estimate()
+		}
+		h.mu.Unlock()
+		p := reissuePath(live, rtt, failed)
+		if p >= 0 {
+			r := planResume(spans, v)
+			o.start(p, r.off, o.held(r.check))
+			h.mu.Lock()
+			h.stats.Reissued++
+			h.mu.Unlock()
+			return nil
+		}
+		if err := h.awaitFirst(ctx); err != nil {
+			return fmt.Errorf("no path to ask again on: %w", err)
+		}
+	}
+}
+
+// held returns a copy of the object's first n bytes from the copies that
+// hold them (nil for 0).
+func (o *hobject) held(n int64) []byte {
+	if n == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := make([]byte, n)
+	for x := int64(0); x < n; {
+		k := 0
+		for _, c := range o.copies {
+			if c.buf != nil && c.off <= x && c.off+c.got > x {
+				k = copy(b[x:], c.buf[x-c.off:c.got])
+				break
+			}
+		}
+		if k == 0 {
+			panic("mph2: held bytes with a gap") // planResume counts only bytes without one
+		}
+		x += int64(k)
+	}
+	return b
 }
 
 // Close cancels the copies still running, waits for them and counts the
@@ -373,7 +503,7 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return err
+		return finalError{err}
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -387,21 +517,21 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	size := resp.ContentLength
 	switch {
 	case c.off == 0 && resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("status %s", resp.Status)
+		return finalError{fmt.Errorf("status %s", resp.Status)}
 	case c.off > 0 && resp.StatusCode != http.StatusPartialContent:
-		return fmt.Errorf("tail from %d: status %s (no ranges, or the representation changed)", c.off, resp.Status)
+		return finalError{fmt.Errorf("from byte %d: status %s (no ranges, or the representation changed)", c.off, resp.Status)}
 	case c.off > 0:
 		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off); err != nil {
-			return err
+			return finalError{err}
 		}
 	}
 	if size < 0 {
-		return errors.New("response without a length")
+		return finalError{errors.New("response without a length")}
 	}
 	o.mu.Lock()
 	if err := o.admit(c, resp.Header, size); err != nil {
 		o.mu.Unlock()
-		return err
+		return finalError{err}
 	}
 	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
 	c.buf = make([]byte, size-c.off)
@@ -423,6 +553,9 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	}
 	for n := int64(0); n < int64(len(c.buf)); {
 		k, err := resp.Body.Read(c.buf[n:])
+		if end := min(n+int64(k), int64(len(c.check))); n < end && !bytes.Equal(c.buf[n:end], c.check[n:end]) {
+			return finalError{fmt.Errorf("asked again without a validator, the object differs from the bytes received before it (in %d-%d)", n, end-1)}
+		}
 		n += int64(k)
 		if k > 0 {
 			o.mu.Lock()
@@ -431,7 +564,7 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 			o.mu.Unlock()
 		}
 		if err == io.EOF && n < int64(len(c.buf)) {
-			return fmt.Errorf("body ended after %d of %d bytes", n, len(c.buf))
+			return fmt.Errorf("body ended after %d of %d bytes: %w", n, len(c.buf), io.ErrUnexpectedEOF)
 		}
 		if err != nil && err != io.EOF {
 			return err

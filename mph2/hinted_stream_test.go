@@ -166,6 +166,18 @@ func objHeader(etag string) http.Header {
 	return http.Header{"Etag": {etag}, "Content-Type": {"text/html"}}
 }
 
+// answerRange checks that x asks for want from off on with If-Range
+// naming ETag v1, and answers it: 206, ETag v1.
+func answerRange(t *testing.T, x *fakeExchange, want []byte, off int) {
+	t.Helper()
+	if r, ir := x.req.Header.Get("Range"), x.req.Header.Get("If-Range"); r != fmt.Sprintf("bytes=%d-", off) || ir != `"v1"` {
+		t.Fatalf("asked with Range %q If-Range %q, want bytes=%d- and the first response's ETag", r, ir, off)
+	}
+	hdr := objHeader(`"v1"`)
+	hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, len(want)-1, len(want)))
+	write(t, x.answer(206, hdr, int64(len(want)-off)), want[off:])
+}
+
 // checkRest reads the stream to its end and compares the whole body.
 func checkRest(t *testing.T, res *http.Response, head, want []byte) {
 	t.Helper()
@@ -208,12 +220,88 @@ func TestHintedStreamPrimary(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 
-	res, pw, _ = streamHead(t, h, fakes[1], "document", want, 1000)
+}
+
+// breakAfter streams want's first n bytes (its header hdr, Sec-Fetch-Dest
+// document, on exp), lets the application read the first 1000, then breaks
+// the body as a connection reset would; it returns the response and the
+// bytes read.
+func breakAfter(t *testing.T, h *Hinted, fakes [2]*fakePath, hdr http.Header, want []byte, n int) (*http.Response, []byte) {
+	t.Helper()
+	resp := startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {"document"}})
+	pw := fakes[1].next(t).answer(200, hdr, int64(len(want)))
+	res := resp()
+	write(t, pw, want[:n])
+	head := readN(t, res.Body, 1000)
 	pw.CloseWithError(io.ErrUnexpectedEOF)
-	if n, err := io.ReadFull(res.Body, make([]byte, 10)); err == nil || err == io.EOF {
-		t.Fatalf("a body broken after 1000 bytes read on: %d bytes, %v", n, err)
+	return res, head
+}
+
+// A body broken by its connection is asked for again on the other path by
+// Range from the bytes received, with If-Range naming the ETag; the
+// application gets every byte once, in order.
+func TestHintedReissueByRange(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp\n* -> path=cheap")
+	want := object(50000)
+	res, head := breakAfter(t, h, fakes, objHeader(`"v1"`), want, 3000)
+	answerRange(t, fakes[0].next(t), want, 3000)
+	checkRest(t, res, head, want)
+	s := h.Stats()
+	if s.Reissued != 1 || s.Paths[1].Used != 3000 || s.Paths[0].Used != 47000 || s.Wasted != 0 {
+		t.Errorf("stats %+v: want one re-issue, 3000 bytes from exp and 47000 from cheap, none wasted", s)
 	}
+}
+
+// The representation changed while the object was asked for again (the
+// server answers the If-Range request whole, with another ETag): the
+// stream fails after the bytes received before, which are passed on, and
+// the object is not asked for a third time.
+func TestHintedReissueChanged(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp\n* -> path=cheap")
+	want := object(50000)
+	res, head := breakAfter(t, h, fakes, objHeader(`"v1"`), want, 3000)
+	pw := fakes[0].next(t).answer(200, objHeader(`"v2"`), int64(len(want)))
+	go pw.Write(object(50001)[1:])
+	rest, err := io.ReadAll(res.Body)
 	res.Body.Close()
+	if err == nil || !bytes.Equal(append(head, rest...), want[:3000]) {
+		t.Fatalf("read %d bytes after the head, error %v; want the 2000 received before, then an error", len(rest), err)
+	}
+	if len(fakes[0].reqs)+len(fakes[1].reqs) != 0 || h.Stats().Reissued != 1 {
+		t.Errorf("asked again after a changed representation: stats %+v", h.Stats())
+	}
+}
+
+// Without a validator the object is asked for again whole, and its first
+// bytes are compared with those received before: the same bytes complete
+// the stream (those first bytes counted as wasted); different ones fail it
+// before any of them is passed on.
+func TestHintedReissueWhole(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp\n* -> path=cheap")
+	want := object(50000)
+	plain := http.Header{"Content-Type": {"text/html"}}
+	res, head := breakAfter(t, h, fakes, plain, want, 3000)
+	x := fakes[0].next(t)
+	if r := x.req.Header.Get("Range"); r != "" {
+		t.Fatalf("asked again with Range %q, want the whole object", r)
+	}
+	write(t, x.answer(200, plain, int64(len(want))), want)
+	checkRest(t, res, head, want)
+	// Bytes 1000-2999 come from either copy, whichever the reader finds
+	// first.
+	if s := h.Stats(); s.Reissued != 1 || s.Wasted != 3000 || s.Paths[1].Used < 1000 || s.Paths[0].Used+s.Paths[1].Used != 50000 {
+		t.Errorf("stats %+v: want the 3000 bytes received twice wasted", s)
+	}
+
+	res, head = breakAfter(t, h, fakes, plain, want, 3000)
+	other := bytes.Clone(want)
+	other[2000] ^= 1
+	go fakes[0].next(t).answer(200, plain, int64(len(want))).Write(other)
+	rest, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err == nil || !bytes.Equal(append(head, rest...), want[:3000]) {
+		t.Fatalf("read %d bytes after the head, error %v; want the 2000 received before, then an error", len(rest), err)
+	}
 }
 
 // A redundant copy that completes first while the primary has delivered
@@ -257,13 +345,7 @@ func TestHintedStreamTail(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // a rate: 2000 bytes in >= 10 ms
 	write(t, pw, want[:2000])
 	head := readN(t, res.Body, 500)
-	tail := fakes[1].next(t)
-	if r, ir := tail.req.Header.Get("Range"), tail.req.Header.Get("If-Range"); r != "bytes=2000-" || ir != `"v1"` {
-		t.Fatalf("tail asked with Range %q If-Range %q, want bytes=2000- and the primary's ETag", r, ir)
-	}
-	hdr := objHeader(`"v1"`)
-	hdr.Set("Content-Range", "bytes 2000-9999/10000")
-	write(t, tail.answer(206, hdr, 8000), want[2000:])
+	answerRange(t, fakes[1].next(t), want, 2000)
 	checkRest(t, res, head, want)
 	s := h.Stats()
 	if s.Tails != 1 || s.TailWon != 1 || s.Paths[0].Used != 2000 || s.Paths[1].Used != 8000 || s.Wasted != 0 {

@@ -157,3 +157,36 @@ func TestProxyPolicyStreams(t *testing.T) {
 		t.Fatalf("body: %v, length %d, equal %v", err, res.ContentLength, bytes.Equal(got, body))
 	}
 }
+
+// With a policy, a response in flight when its path's connection dies
+// reaches the application byte for byte: the hinted client asks for the
+// rest on the other path (Range + If-Range) and the body streams on. The
+// cheap path's every connection dies after 400 KB.
+func TestProxyPolicyPathDies(t *testing.T) {
+	plain := origin(t, false)
+	var died atomic.Int32
+	pol, err := hints.Parse("test.rules", "* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{{Name: "cheap", Dial: dyingDial(&died)}, {Name: "exp"}}, Policy: pol, Cost: []float64{0, 1},
+		IdleTimeout: 10 * time.Second, ErrorLog: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); r.Wait() })
+	const size = 6 << 20
+	for name, c := range map[string]*http.Client{"h1": h1Client(r.Addr), "h2c": h2cClient(r.Addr)} {
+		status, n, sum, err := fetch(t, c, fmt.Sprintf("http://%s/gen/%d", plain, size))
+		if err != nil || status != 200 || n != size || sum != content.Digest(size) {
+			t.Fatalf("%s: status %d, %d bytes (%v), SHA-256 ok %v; want 200 and /gen/%d", name, status, n, err, sum == content.Digest(size), size)
+		}
+	}
+	if died.Load() == 0 {
+		t.Fatal("the dying path never died: the test proves nothing")
+	}
+	if s := r.hinted.origins["http://"+plain].Stats(); s.Reissued < 2 || s.Paths[1].Used == 0 {
+		t.Errorf("stats %+v: want both responses asked again, on exp", s)
+	}
+}
