@@ -49,7 +49,7 @@ type Mode = multipath.Mode
 const (
 	ModeAggregate   = multipath.Aggregate   // every path at once (the default)
 	ModeHandover    = multipath.Handover    // the first working path; the next while it fails or stalls
-	ModeInteractive = multipath.Interactive // each download whole on the path expected to finish first
+	ModeInteractive = multipath.Interactive // each download on the path expected to finish first, after a probe of unmeasured paths
 )
 
 // Protocols a Client may be limited to (Client.Proto).
@@ -214,7 +214,7 @@ type PathResult struct {
 type Switch struct {
 	At       time.Duration // since the start
 	From, To string        // From is "" for the first choice
-	Why      string        // start, stall, silent, down, budget, back
+	Why      string        // start, stall, silent, down, budget, back, probe
 	// FirstByte is when, since the start, the path switched to delivered
 	// its first byte after the switch; 0 if it delivered none.
 	FirstByte time.Duration
@@ -316,6 +316,11 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 			cfg.Prior[i], _ = cache.Get(cacheKey(p, i, u), start)
 		}
 	}
+	if c.Mode == ModeInteractive {
+		if err := c.handshakeRTTs(ctx, u, cfg.Prior); err != nil {
+			return nil, fmt.Errorf("mph2: GET %s: %w", u, err)
+		}
+	}
 	sched, err := multipath.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mph2: %w", err)
@@ -347,4 +352,58 @@ func (c *Client) estimates() *estimate.Cache {
 		c.learned = estimate.NewCache(0)
 	}
 	return c.learned
+}
+
+// handshakeRTTs gives each path whose RTT prior does not hold its
+// connection's TCP handshake time, so that ModeInteractive starts on the
+// path of least RTT. If no connection is open yet it waits for the first
+// to be, the download's first request would wait for it anyway; a path
+// still dialing then has taken at least as long as that wait.
+func (c *Client) handshakeRTTs(ctx context.Context, u *url.URL, prior []estimate.Path) error {
+	t0 := time.Now()
+	pcs := make([]*pathConn, len(c.Paths))
+	for i := range c.Paths {
+		pcs[i] = c.conn(i, u)
+	}
+	// fill reports whether some path has an RTT now.
+	fill := func() bool {
+		found := false
+		for i, pc := range pcs {
+			if prior[i].RTT <= 0 {
+				select {
+				case <-pc.ready:
+					prior[i].RTT = pc.connect // 0 for HTTP/1.1 and failed dials
+				default:
+				}
+			}
+			found = found || prior[i].RTT > 0
+		}
+		return found
+	}
+	if fill() {
+		return nil
+	}
+	ready := make(chan struct{}, len(pcs))
+	for _, pc := range pcs {
+		go func() { <-pc.ready; ready <- struct{}{} }() // within the dial timeout
+	}
+	for range pcs {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if fill() {
+			waited := time.Since(t0)
+			for i, pc := range pcs {
+				select {
+				case <-pc.ready:
+				default:
+					prior[i].RTT = waited
+				}
+			}
+			return nil
+		}
+	}
+	return nil // no path has a TCP handshake to time (HTTP/1.1, failed dials)
 }

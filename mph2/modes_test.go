@@ -59,34 +59,99 @@ func TestHandoverPrimaryDies(t *testing.T) {
 	t.Logf("handover at %v, first byte on the standby %v, total %v", res.Switches[1].At, res.Switches[1].FirstByte, res.Total)
 }
 
-// Interactive sends each download whole on one path: the first on the
-// first path (nothing known), the next on a path not yet measured (taken
-// to be as fast as the best known), then on the faster one.
-func TestInteractiveOnePathPerDownload(t *testing.T) {
+// Interactive on paths where the one of least RTT is the slow one (as
+// Figure 8's (5,10) pair): the first download starts on it (its handshake
+// is the quicker), probes the other with a range of the tail and moves the
+// rest there; the downloads after it go whole, one request, on the fast
+// path, from the estimates the first one left. Every byte is checked.
+func TestInteractiveProbeMovesToFasterPath(t *testing.T) {
 	base := startServer(t, nil)
-	const size = 1 << 20
-	c := &Client{Mode: ModeInteractive, Paths: []Path{loopPath("slow", 2e6, 0), loopPath("fast", 8e6, 0)}}
+	const size = 3 << 20
+	c := &Client{Mode: ModeInteractive, Paths: []Path{delayPath("near", 1e6, 0), delayPath("far", 4e6, 40*time.Millisecond)}}
 	defer c.Close()
-	var used []string
-	for range 4 {
-		res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, Options{Size: size})
-		var on []string
-		for _, p := range res.Paths {
-			if p.Requests > 0 {
-				on = append(on, p.Name)
-				if p.Requests != 1 || p.Delivered != size {
-					t.Fatalf("path %s: %d requests, %d bytes: want the whole object in one", p.Name, p.Requests, p.Delivered)
-				}
+	for k := range 3 {
+		res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, Options{})
+		near, far := res.Paths[0], res.Paths[1]
+		t.Logf("download %d: %v, near %d bytes in %d requests, far %d in %d, switches %+v", k, res.Total, near.Delivered, near.Requests, far.Delivered, far.Requests, res.Switches)
+		if k == 0 {
+			sw := res.Switches
+			if len(sw) != 2 || sw[0].To != "near" || sw[1].To != "far" || sw[1].Why != "probe" {
+				t.Fatalf("switches %+v: want the start on near (least RTT), then the rest moved to far after the probe", sw)
 			}
+			if far.Delivered < size/2 || near.Requests != 1 || far.Requests > 2 {
+				t.Fatalf("paths %+v: want most bytes on far, one request on near, the probe and the moved rest on far", res.Paths)
+			}
+			continue
 		}
-		if len(on) != 1 {
-			t.Fatalf("paths used %v, want one", on)
+		if near.Requests != 0 || far.Requests != 1 || far.Delivered != size {
+			t.Fatalf("download %d: paths %+v: want the whole object in one request on far", k, res.Paths)
 		}
-		used = append(used, on[0])
 	}
-	if fmt.Sprint(used) != "[slow fast fast fast]" {
-		t.Fatalf("paths used %v, want [slow fast fast fast]", used)
+}
+
+// delayPath is a loopback path whose reads are limited to rate bytes per
+// second (slowConn) and whose handshake and client writes (requests,
+// WINDOW_UPDATEs, PINGs) take delay: a round trip of about delay.
+func delayPath(name string, rate float64, delay time.Duration) Path {
+	slow := loopPath(name, rate, 0)
+	return Path{Name: name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := slow.Dial(ctx, network, addr)
+		if err != nil || delay == 0 {
+			return c, err
+		}
+		time.Sleep(delay)
+		dc := &delayConn{Conn: c, delay: delay, q: make(chan delayed, 4096), done: make(chan struct{})}
+		go dc.run()
+		return dc, nil
+	}}
+}
+
+// delayConn delays every write by delay, in order, without blocking the
+// writer: a one-way delay line towards the server.
+type delayConn struct {
+	net.Conn
+	delay time.Duration
+	q     chan delayed
+	done  chan struct{}
+	once  sync.Once
+}
+
+type delayed struct {
+	at time.Time
+	b  []byte
+}
+
+func (c *delayConn) Write(p []byte) (int, error) {
+	select {
+	case c.q <- delayed{time.Now().Add(c.delay), append([]byte(nil), p...)}:
+		return len(p), nil
+	case <-c.done:
+		return 0, net.ErrClosed
 	}
+}
+
+func (c *delayConn) run() {
+	for {
+		select {
+		case d := <-c.q:
+			select {
+			case <-time.After(time.Until(d.at)):
+			case <-c.done:
+				return
+			}
+			if _, err := c.Conn.Write(d.b); err != nil {
+				c.Close()
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func (c *delayConn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Conn.Close()
 }
 
 // dataCounter counts the HTTP/2 DATA payload a client connection reads, by

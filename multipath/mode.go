@@ -2,7 +2,6 @@ package multipath
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -20,10 +19,12 @@ const (
 	// outstanding ranges move to the next; once the earlier path answers a
 	// PING sent after its stall, the work goes back to it.
 	Handover
-	// Interactive sends each download whole (no splitting) on the path with
-	// the lowest expected completion time from the estimates: response delay
-	// plus size over bandwidth. Another path takes over only if that one
-	// goes silent or down, or its budget runs out.
+	// Interactive sends each download whole on the path with the lowest
+	// expected completion time from the estimates: response delay plus size
+	// over bandwidth. A path never measured is sent a probe, a small range
+	// of the object's tail, and the rest of the object moves once to the
+	// path that would finish it first (interactive.go). Another path takes
+	// over only if that one goes silent or down, or its budget runs out.
 	Interactive
 )
 
@@ -65,7 +66,7 @@ const (
 type Switch struct {
 	At       time.Time
 	From, To PathID // From is -1 for the first choice
-	Why      string // "stall", "silent", "down", "budget", "back"
+	Why      string // "start", "stall", "silent", "down", "budget", "back", "probe"
 }
 
 // usable reports whether path p may be given new work in the mode.
@@ -145,60 +146,33 @@ func (s *Scheduler) pick(now time.Time) (PathID, bool) {
 	return s.fastest(now, ok)
 }
 
-// fastest is the path with the lowest expected completion time of the
-// object (response delay + size / bandwidth) among those ok allows. A path
-// whose bandwidth is not known yet is taken to be as fast as the fastest
-// known one, so an unmeasured path gets tried once rather than never; with
-// no bandwidth known at all, the least response delay wins, then the order.
-func (s *Scheduler) fastest(now time.Time, ok func(PathID) bool) (PathID, bool) {
-	size := float64(s.size)
-	if s.size < 0 {
-		size = DefaultExpectedSize
-	}
-	size -= float64(s.delivered.total())
-	var top float64
-	for i := range s.paths {
-		if bw, known := s.bandwidth(now, PathID(i)); known && ok(PathID(i)) {
-			top = math.Max(top, bw)
-		}
-	}
-	best, found := PathID(0), false
-	var bestT float64
-	for i := range s.paths {
-		p := PathID(i)
-		if !ok(p) {
-			continue
-		}
-		t := s.baseRTT(p).Seconds()
-		bw, known := s.bandwidth(now, p)
-		if !known {
-			bw = top
-		}
-		if bw > 0 {
-			t += size / bw
-		}
-		if !found || t < bestT {
-			best, found, bestT = p, true, t
-		}
-	}
-	return best, found
-}
-
 // cutAtCommitted ends path p's streams where their credited bytes end, and
 // gives the rest of their ranges to the schedule: the path handed back from
 // delivers what is on its way, nothing more.
-func (s *Scheduler) cutAtCommitted(now time.Time, p PathID) {
+func (s *Scheduler) cutAtCommitted(now time.Time, p PathID) { s.cutPath(now, p, true) }
+
+// cutPath ends path p's streams where their credited bytes end (keepCredit),
+// or where their received bytes end, and gives the rest of their ranges to
+// the schedule. It returns the credited bytes given up: the server may
+// still send them on p, so they may come twice.
+func (s *Scheduler) cutPath(now time.Time, p PathID, keepCredit bool) int64 {
+	var retaken int64
 	for _, st := range append([]*stream(nil), s.live...) {
 		if st.path != p || st.end < 0 {
 			continue
 		}
-		c := max(s.committed(now, st), st.pos)
+		c := min(max(s.committed(now, st), st.pos), st.end)
+		if !keepCredit {
+			retaken += c - st.pos
+			c = st.pos
+		}
 		if c >= st.end {
 			continue
 		}
 		s.delivered.gaps(c, st.end, func(a, b int64) { s.orphans.add(a, b) })
 		s.setEnd(st, c)
 	}
+	return retaken
 }
 
 // checkStall marks the path in use stalled when it has had work and

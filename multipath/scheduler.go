@@ -207,6 +207,7 @@ type Scheduler struct {
 	out       []Action
 	active    PathID // the path in use (Handover, Interactive); -1 none yet
 	handovers []Switch
+	probing   bool // Interactive: probes are out and the path in use may change (reconsider)
 }
 
 type path struct {
@@ -337,8 +338,10 @@ func (s *Scheduler) OnStart(now time.Time) []Action {
 		s.finishAll()
 		return s.out
 	}
+	qs, n := s.probes(now, s.size)
+	size := s.size - int64(len(qs))*n // the probes take the tail
 	ups := s.workPaths()
-	shares := s.shares(now, s.size, ups, -1)
+	shares := s.shares(now, size, ups, -1)
 	var off int64
 	for k, p := range ups {
 		if shares[k] > 0 {
@@ -346,9 +349,10 @@ func (s *Scheduler) OnStart(now time.Time) []Action {
 			off += shares[k]
 		}
 	}
-	if off < s.size {
-		s.orphans.add(off, s.size) // beyond the budgets' room for now
+	if off < size {
+		s.orphans.add(off, size) // beyond the budgets' room for now
 	}
+	s.requestProbes(now, qs, size, n)
 	return s.out
 }
 
@@ -455,8 +459,15 @@ func (s *Scheduler) OnHeaders(now time.Time, id StreamID, status int, size int64
 	if learned && st.initial && !s.noRanges {
 		if s.cfg.Mode == Aggregate {
 			s.splitUnknown(now, st)
-		} else if st.end < s.size {
-			s.orphans.add(st.end, s.size) // past a budget's capped first range
+		} else {
+			if st.end < s.size {
+				s.orphans.add(st.end, s.size) // past a budget's capped first range
+			}
+			// The probes take the tail of the first range, which is cut
+			// lazily there, as splitUnknown cuts the primary's.
+			qs, n := s.probes(now, st.end-st.pos)
+			st.end -= int64(len(qs)) * n
+			s.requestProbes(now, qs, st.end, n)
 		}
 	}
 	s.schedule(now)
@@ -1069,6 +1080,7 @@ func (s *Scheduler) schedule(now time.Time) {
 	if s.size < 0 || s.noRanges {
 		return
 	}
+	s.reconsider(now)
 	for len(s.orphans) > 0 {
 		p, ok := s.pickPath(now)
 		if !ok {

@@ -44,7 +44,7 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		return err
 	})
 	mode := fs.String("mode", "aggregate", "how responses use the paths: aggregate (large ones split over all), handover (the first path; the next only while it fails or stalls) "+
-		"or interactive (each response whole on the path expected to finish it first)")
+		"or interactive (each response on the path expected to finish it first; a path not measured yet gets a probe range, and the rest moves once if it would finish sooner)")
 	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`; aggregate: a path silent this long while another delivers gives up its ranges")
 	splitMin := fs.String("split-min", "", "split responses of at least `SIZE` over the paths, smaller ones stay on the first (default 256KiB)")
 	fs.BoolVar(&cfg.NoEstimateCache, "no-estimate-cache", false, "split every response evenly at first instead of by each path's bandwidth and RTT learned from earlier responses to the same origin")

@@ -1,0 +1,225 @@
+package multipath
+
+import (
+	"math"
+	"time"
+)
+
+// Interactive mode's choice of path: each download whole on the path with
+// the lowest expected completion time, response delay plus size over
+// bandwidth. With every path's bandwidth known (Config.Prior: estimates
+// carried across downloads) that is decided at the start. A path never
+// measured cannot be ranked, and ranking by response delay alone rides the
+// slow path whenever the low-delay path is the slow one (Figure 8's (5,10)
+// on the testbed: 1.9x the best single path). So the download starts on
+// the path expected to finish first (the least RTT when nothing else is
+// known), and every unmeasured path gets a probe: a small range of the
+// object's tail, fetched in parallel and delivered like any other bytes.
+// Once every path with work has an estimate, the scheduler compares
+// finishing as things stand with one path taking over every byte not yet
+// committed to another; it moves the rest once, if that ends more than δ
+// sooner, and stops choosing when it has moved or the probes are in. No
+// range is split beyond that.
+
+const (
+	// ProbeMinRemaining is the least remainder worth a probe: below it an
+	// object is mostly slow start and response delay, where the path of
+	// least RTT is as good a bet as any.
+	ProbeMinRemaining = 256 << 10
+	// ProbeMax bounds a probe. A quarter of the object, so that a probe on
+	// a path up to three times slower than the first ends no later than
+	// the first path's range; 512 KB at most, which from TCP's initial
+	// window of 10 segments is five round trips of slow start, enough for
+	// the last ones to arrive at the path's rate.
+	ProbeMax = 512 << 10
+)
+
+// probes returns the paths Interactive probes for a remainder of rem
+// bytes, and each probe's size: the paths that may take work whose
+// bandwidth is not known, other than the path in use.
+func (s *Scheduler) probes(now time.Time, rem int64) ([]PathID, int64) {
+	if s.cfg.Mode != Interactive || s.active < 0 || rem < ProbeMinRemaining {
+		return nil, 0
+	}
+	n := min(rem/4, ProbeMax)
+	var qs []PathID
+	for i, p := range s.paths {
+		q := PathID(i)
+		if _, known := s.bandwidth(now, q); q == s.active || known || !p.up || !p.stalledAt.IsZero() || s.room(q) < n {
+			continue
+		}
+		qs = append(qs, q)
+	}
+	if int64(len(qs)+1)*n > rem {
+		return nil, 0
+	}
+	return qs, n
+}
+
+// requestProbes asks each of qs for n bytes of the object's range
+// [end, ...), one after another from end.
+func (s *Scheduler) requestProbes(now time.Time, qs []PathID, end, n int64) {
+	for _, q := range qs {
+		s.request(now, q, end, end+n)
+		end += n
+	}
+	s.probing = len(qs) > 0
+}
+
+// reconsider is Interactive's second look, made at every event while
+// probes are out: it moves the rest of the object to the path that would
+// end the download first, once, if that is more than δ sooner than as
+// things stand.
+func (s *Scheduler) reconsider(now time.Time) {
+	if !s.probing {
+		return
+	}
+	busy := false // another path than the one in use has work
+	for _, st := range s.live {
+		busy = busy || st.path != s.active
+	}
+	if !busy || s.active < 0 || !s.paths[s.active].up {
+		s.probing = false // the probes are in, or a failover chose
+		return
+	}
+	stay, known := s.ends(now)
+	if !known && s.streams(s.active) > 0 {
+		return // an estimate is still missing
+	}
+	// Otherwise the path in use is idle beside a probe that has not given
+	// an estimate: too slow to rank, so any path that is does better.
+	best, found, retake := PathID(0), false, false
+	var bestT time.Time
+	for i, p := range s.paths {
+		w := PathID(i)
+		if !p.up || !p.stalledAt.IsZero() {
+			continue
+		}
+		for _, keep := range []bool{true, false} {
+			if t, ok := s.takeover(now, w, keep); ok && (!found || t.Before(bestT)) {
+				best, bestT, found, retake = w, t, true, !keep
+			}
+		}
+	}
+	if !found || known && !bestT.Add(s.cfg.Delta).Before(stay) {
+		return
+	}
+	for i := range s.paths {
+		if PathID(i) != best {
+			s.paths[best].stats.Retaken += s.cutPath(now, PathID(i), !retake)
+		}
+	}
+	if best != s.active {
+		s.handovers = append(s.handovers, Switch{At: now, From: s.active, To: best, Why: "probe"})
+		s.active = best
+	}
+	s.probing = false
+}
+
+// ends is when every path's wanted bytes are in as things stand; false if
+// a path with work has no bandwidth estimate.
+func (s *Scheduler) ends(now time.Time) (time.Time, bool) {
+	end := now
+	for i, p := range s.paths {
+		if !p.up || s.streams(PathID(i)) == 0 {
+			continue
+		}
+		_, want, ok := s.finish(now, PathID(i))
+		if !ok {
+			return end, false
+		}
+		if want.After(end) {
+			end = want
+		}
+	}
+	return end, true
+}
+
+// takeover is when the download would end if path w took over every byte
+// not committed to another path's stream (keepCredit), or not received on
+// it: the other streams deliver their credited bytes (at their path's
+// rate, where it is known) or are reset, and w fetches the rest after its
+// own work, one unqueued round trip from now at the soonest. Giving up
+// credited bytes pays where a probe's path is so slow that its first
+// credit would arrive after w has fetched it afresh. False if w has no
+// estimate or lacks the budget.
+func (s *Scheduler) takeover(now time.Time, w PathID, keepCredit bool) (time.Time, bool) {
+	bw, ok := s.bandwidth(now, w)
+	t, _, ok2 := s.finish(now, w)
+	if !ok || !ok2 || bw <= 0 {
+		return now, false
+	}
+	end := now
+	var moved int64
+	for _, st := range s.live {
+		if st.path == w || st.end < 0 {
+			continue
+		}
+		c := st.pos
+		if keepCredit {
+			c = min(max(s.committed(now, st), st.pos), st.end)
+		}
+		moved += st.end - c
+		if bwX, ok := s.bandwidth(now, st.path); ok && bwX > 0 {
+			if f := now.Add(bytesTime(c-st.pos, bwX)); f.After(end) {
+				end = f
+			}
+		}
+	}
+	if moved > s.room(w) {
+		return now, false
+	}
+	start := now.Add(s.baseRTT(w))
+	if t.After(start) {
+		start = t
+	}
+	if f := start.Add(bytesTime(moved, bw)); f.After(end) {
+		end = f
+	}
+	return end, true
+}
+
+// bytesTime is how long n bytes take at bw bytes per second.
+func bytesTime(n int64, bw float64) time.Duration {
+	return time.Duration(float64(n) / bw * 1e9)
+}
+
+// fastest is the path with the lowest expected completion time of the
+// object (response delay + size / bandwidth) among those ok allows. A path
+// whose bandwidth is not known yet is taken to be as fast as the fastest
+// known one, so the response delay ranks it against those (and probes tell
+// later); with no bandwidth known at all, the least response delay wins,
+// then the order.
+func (s *Scheduler) fastest(now time.Time, ok func(PathID) bool) (PathID, bool) {
+	size := float64(s.size)
+	if s.size < 0 {
+		size = DefaultExpectedSize
+	}
+	size -= float64(s.delivered.total())
+	var top float64
+	for i := range s.paths {
+		if bw, known := s.bandwidth(now, PathID(i)); known && ok(PathID(i)) {
+			top = math.Max(top, bw)
+		}
+	}
+	best, found := PathID(0), false
+	var bestT float64
+	for i := range s.paths {
+		p := PathID(i)
+		if !ok(p) {
+			continue
+		}
+		t := s.baseRTT(p).Seconds()
+		bw, known := s.bandwidth(now, p)
+		if !known {
+			bw = top
+		}
+		if bw > 0 {
+			t += size / bw
+		}
+		if !found || t < bestT {
+			best, found, bestT = p, true, t
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,128 @@
+package multipath
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// slowStart is a path at bps whose sender starts, as TCP does, from an
+// initial window of 10 segments and doubles it every round trip: the rate
+// is the window over the RTT until it reaches bps. A bandwidth estimate
+// taken early on such a path is low, the more so the longer its RTT.
+func slowStart(bps float64, rtt time.Duration) []rateStep {
+	var steps []rateStep
+	w := 10 * 1460.0
+	for k := 0; ; k++ {
+		r := w / rtt.Seconds()
+		if r >= bps {
+			return append(steps, rateStep{time.Duration(k) * rtt, bps})
+		}
+		steps = append(steps, rateStep{time.Duration(k) * rtt, r})
+		w *= 2
+	}
+}
+
+// fig8SlowStart is fig8Paths with slow start on both paths.
+func fig8SlowStart(wifi, lte float64) []simPath {
+	paths := fig8Paths(wifi, lte, 64<<10)
+	for i := range paths {
+		paths[i].Rate = slowStart(paths[i].Rate[0].Bps, paths[i].RTT)
+	}
+	return paths
+}
+
+// Interactive without estimates, on every Figure 8 pair and with slow
+// start on both paths: the download starts on the path of least RTT (the
+// first one, as nothing is known; wifi, the least RTT here too), probes the
+// other, and ends within 15 % of the best single path alone, whichever
+// path that is. Before the probe it rode the least-RTT path whole: on
+// (5,10) 1.9x the best single path. At most one probe and one moved
+// range: no splitting beyond that.
+func TestInteractiveProbeFindsFasterPath(t *testing.T) {
+	for _, c := range []struct {
+		wifi, lte float64
+		sizes     []int64
+	}{
+		{5, 10, []int64{1 << 20, 8 << 20, 64 << 20}},
+		{10, 5, []int64{1 << 20, 8 << 20, 64 << 20}},
+		{5, 5, []int64{1 << 20, 8 << 20}},
+		{2, 10, []int64{1 << 20, 8 << 20}},
+	} {
+		paths := fig8SlowStart(c.wifi, c.lte)
+		for _, size := range c.sizes {
+			// The best single path, alone, from the same start.
+			var best time.Duration
+			for _, p := range paths {
+				r, err := runSim(simConfig{Size: size, Paths: []simPath{p}, Sched: Config{Size: size}}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if best == 0 || r.Done < best {
+					best = r.Done
+				}
+			}
+			for _, sz := range []int64{-1, size} {
+				name := fmt.Sprintf("(%v,%v)/%dMiB/size-known=%v", c.wifi, c.lte, size>>20, sz > 0)
+				var sched *Scheduler
+				r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: sz, Mode: Interactive}}, size <= 8<<20, func(s *Scheduler) { sched = s })
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				ratio := r.Done.Seconds() / best.Seconds()
+				t.Logf("%s: %v, best single path %v (%.2fx), requests %v, delivered %v, switches %+v", name, r.Done, best, ratio, r.Requests, r.Delivered, sched.Switches())
+				if ratio > 1.15 {
+					t.Errorf("%s: %v, %.2fx the best single path (%v)", name, r.Done, ratio, best)
+				}
+				if r.Requests[0]+r.Requests[1] > 3 || r.Requests[0] > 2 || r.Requests[1] > 2 {
+					t.Errorf("%s: requests %v: want the object, one probe and at most one moved range", name, r.Requests)
+				}
+				if sw := sched.Switches(); sw[0].To != 0 || len(sw) > 2 || len(sw) == 2 && sw[1].Why != "probe" {
+					t.Errorf("%s: switches %+v: want the start on path 0, then at most a move after the probe", name, sw)
+				}
+			}
+		}
+	}
+}
+
+// A probe on a path far slower than the one in use does not hold the
+// download back: once the path in use has the estimate to rank it, the
+// probe's uncommitted rest moves to the path in use.
+func TestInteractiveSlowProbeTakenBack(t *testing.T) {
+	const size = 4 << 20
+	paths := []simPath{
+		{Rate: steady(mbit(10)), RTT: 28 * time.Millisecond, SendBuf: 64 << 10},
+		{Rate: steady(mbit(0.3)), RTT: 65 * time.Millisecond, SendBuf: 16 << 10},
+	}
+	alone, err := runSim(simConfig{Size: size, Paths: paths[:1], Sched: Config{Size: size}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sched *Scheduler
+	r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: size, Mode: Interactive}}, true, func(s *Scheduler) { sched = s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v (path 0 alone %v), requests %v, delivered %v, tail %v, switches %+v", r.Done, alone.Done, r.Requests, r.Delivered, r.Wasted, sched.Switches())
+	if r.Done.Seconds() > 1.1*alone.Done.Seconds() {
+		t.Errorf("%v: held back by the slow probe (path 0 alone: %v)", r.Done, alone.Done)
+	}
+	if r.Requests[0] != 2 || r.Requests[1] != 1 || len(sched.Switches()) != 1 {
+		t.Errorf("requests %v, switches %+v: want the probe's rest back on path 0, which stays in use", r.Requests, sched.Switches())
+	}
+}
+
+// Small objects are not probed: one request, on the path of least RTT.
+func TestInteractiveNoProbeForSmallObjects(t *testing.T) {
+	for _, size := range []int64{10_000, ProbeMinRemaining - 1} {
+		for _, sz := range []int64{-1, size} {
+			r, err := runSim(simConfig{Size: size, Paths: fig8SlowStart(5, 10), Sched: Config{Size: sz, Mode: Interactive}}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Requests[0] != 1 || r.Requests[1] != 0 {
+				t.Errorf("size %d (known: %v): requests %v, want one on path 0", size, sz > 0, r.Requests)
+			}
+		}
+	}
+}
