@@ -54,8 +54,8 @@ func TestSoak(t *testing.T) {
 			for k, v := range res.Metrics {
 				n[k] = v
 			}
-			t.Logf("soak smig=%q: %.0f s, %.0f h2load rounds, %.0f requests (%.1f GB of bodies), %.0f failed; SMig client: %.0f downloads of 4 MB verified, %.0f failed; idle h2c connections alive at the end %.0f/%.0f",
-				policy, n["duration_s"], n["rounds"], n["requests"], n["body_bytes"]/1e9, n["failed"], n["smig_done"], n["smig_failed"], n["idle_alive"], n["idle"])
+			t.Logf("soak smig=%q: %.0f s, %.0f h2load rounds, %.0f requests (%.1f GB of bodies), %.0f failed; SMig client: %.0f downloads of 4 MB verified, %.0f failed, %.0f migrated; idle h2c connections alive at the end %.0f/%.0f",
+				policy, n["duration_s"], n["rounds"], n["requests"], n["body_bytes"]/1e9, n["failed"], n["smig_done"], n["smig_failed"], n["smig_migrated"], n["idle_alive"], n["idle"])
 			t.Logf("soak smig=%q: RSS MiB start %.1f end %.1f max %.1f (first third's peak %.1f, last third's %.1f); goroutines start %.0f end %.0f max %.0f; open files start %.0f end %.0f max %.0f; %.0f samples",
 				policy, n["rss_mib_start"], n["rss_mib_end"], n["rss_mib_max"], n["rss_mib_first_third_peak"], n["rss_mib_last_third_peak"],
 				n["goroutines_start"], n["goroutines_end"], n["goroutines_max"], n["fds_start"], n["fds_end"], n["fds_max"], n["samples"])
