@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2/hpack"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,6 +94,9 @@ type cachedFile struct {
 	// Last-Modified ("" for none) of a 200 response, in that order; a
 	// response copies them and slices the copy: one allocation.
 	headerValues [5]string
+	// The same headers as HTTP/2 fields, for a preparedWriter: no header
+	// map, no allocation.
+	fields []hpack.HeaderField
 }
 
 type fileCache struct {
@@ -225,6 +230,12 @@ func (h *Handler) load(name string, id fileID) (*cachedFile, error) {
 		lastModified = modTime.UTC().Format(http.TimeFormat)
 	}
 	e.headerValues = [5]string{e.etag, ctype, "bytes", strconv.Itoa(len(data)), lastModified}
+	for i, name := range [...]string{"etag", "content-type", "accept-ranges", "content-length", "last-modified"} {
+		// Checked here, once, as the HTTP/2 engine checks a header map's.
+		if v := e.headerValues[i]; v != "" && httpguts.ValidHeaderFieldValue(v) {
+			e.fields = append(e.fields, hpack.HeaderField{Name: name, Value: v})
+		}
+	}
 	return e, nil
 }
 
@@ -232,12 +243,16 @@ func (h *Handler) load(name string, id fileID) (*cachedFile, error) {
 // http.ServeContent. A request with neither takes a shortcut to the same
 // 200 response, with headers made once per file instead of per request.
 func (e *cachedFile) serve(w http.ResponseWriter, r *http.Request, name string) {
-	hdr := w.Header()
 	if !plainRequest(r.Header) {
-		hdr["Etag"] = []string{e.etag}
+		w.Header()["Etag"] = []string{e.etag}
 		http.ServeContent(w, r, name, e.modTime, bytes.NewReader(e.data))
 		return
 	}
+	if pw, ok := w.(preparedWriter); ok {
+		pw.WritePrepared(http.StatusOK, e.fields, e.data) // e's fields and data are never modified
+		return
+	}
+	hdr := w.Header()
 	v := e.headerValues
 	hdr["Etag"] = v[0:1:1]
 	hdr["Content-Type"] = v[1:2:2]
@@ -255,6 +270,12 @@ func (e *cachedFile) serve(w http.ResponseWriter, r *http.Request, name string) 
 	} else {
 		w.Write(e.data)
 	}
+}
+
+// preparedWriter is h2.PreparedWriter: a ResponseWriter that sends a
+// whole response from header fields and a body made once, never changed.
+type preparedWriter interface {
+	WritePrepared(status int, fields []hpack.HeaderField, body []byte) error
 }
 
 // sharedWriter is h2.SharedWriter: a ResponseWriter that can send bytes

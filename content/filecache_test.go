@@ -6,11 +6,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // oldFile writes name under dir with a modification time outside the racy
@@ -252,5 +255,59 @@ func TestServeInline(t *testing.T) {
 	gen, _ := NewHandler("")
 	if gen.ServeInline(httptest.NewRecorder(), httptest.NewRequest("GET", "/p.html", nil)) {
 		t.Error("a handler without a root answered inline")
+	}
+}
+
+// preparedRecorder is a ResponseRecorder that is a preparedWriter too, as
+// the HTTP/2 engine's ResponseWriter is; it keeps what WritePrepared got.
+type preparedRecorder struct {
+	*httptest.ResponseRecorder
+	status int
+	fields []hpack.HeaderField
+	body   []byte
+}
+
+func (p *preparedRecorder) WritePrepared(status int, fields []hpack.HeaderField, body []byte) error {
+	p.status, p.fields, p.body = status, fields, body
+	return nil
+}
+
+// A cached file's prepared response to a ResponseWriter that takes one
+// carries the headers and body ServeHTTP's map path sends, as HTTP/2
+// fields (lower-case names); one that does not take one gets the map.
+func TestServePrepared(t *testing.T) {
+	h, dir := cachedHandler(t)
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	body := bytes.Repeat([]byte("shunt prepared\n"), 70)
+	oldFile(t, dir, "p.txt", body, mtime)
+	do(h, "GET", "/p.txt") // cache it
+	for _, method := range []string{"GET", "HEAD"} {
+		want := do(h, method, "/p.txt")
+		w := &preparedRecorder{ResponseRecorder: httptest.NewRecorder()}
+		if !h.ServeInline(w, httptest.NewRequest(method, "/p.txt", nil)) {
+			t.Fatalf("%s: declined", method)
+		}
+		if w.status != want.Code || len(w.Header()) != 0 || w.Body.Len() != 0 || !bytes.Equal(w.body, body) {
+			t.Errorf("%s: status %d, map %v, %d bytes written, prepared body equal %v; want %d through WritePrepared alone",
+				method, w.status, w.Header(), w.Body.Len(), bytes.Equal(w.body, body), want.Code)
+		}
+		got := http.Header{}
+		for _, f := range w.fields {
+			if f.Name != strings.ToLower(f.Name) {
+				t.Errorf("%s: field name %q is not lower-case", method, f.Name)
+			}
+			got.Add(f.Name, f.Value)
+		}
+		if !reflect.DeepEqual(got, want.Header()) {
+			t.Errorf("%s: prepared fields %v, ServeHTTP's headers %v", method, got, want.Header())
+		}
+	}
+	// Conditions and ranges still take http.ServeContent, through the map.
+	w := &preparedRecorder{ResponseRecorder: httptest.NewRecorder()}
+	r := httptest.NewRequest("GET", "/p.txt", nil)
+	r.Header.Set("Range", "bytes=0-4")
+	h.ServeHTTP(w, r)
+	if w.fields != nil || w.Code != http.StatusPartialContent || w.Body.String() != "shunt" {
+		t.Errorf("range: prepared %v, status %d, body %q", w.fields != nil, w.Code, w.Body.String())
 	}
 }

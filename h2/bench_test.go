@@ -1,10 +1,20 @@
 package h2
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // BenchmarkGet measures this package's client against its server over
@@ -38,5 +48,153 @@ func BenchmarkGet(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkInlineBurst is h2load's load on one connection, without h2load:
+// bursts of 10 GETs of a file content.Handler has cached (answered inline),
+// as HEADERS referring to HPACK's dynamic table, each burst sent in one
+// write and its 10 responses read in full, every body byte checked. The
+// client allocates nothing per request, so allocs/op and B/op are the
+// server's per request: figures that do not depend on the machine's load,
+// unlike ns/op.
+func BenchmarkInlineBurst(b *testing.B) {
+	for _, size := range []int{1 << 10, 16 << 10} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			dir := b.TempDir()
+			body := make([]byte, size)
+			for i := range body {
+				body[i] = byte(i*13 + i>>8)
+			}
+			p := filepath.Join(dir, "obj")
+			old := time.Now().Add(-time.Hour)
+			if err := os.WriteFile(p, body, 0o644); err != nil || os.Chtimes(p, old, old) != nil {
+				b.Fatal("writing the file:", err)
+			}
+			h, err := content.NewHandler(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			ts := startServer(b, h, Config{}, false)
+			bc := newBurstClient(b, ts.addr, "/obj", body)
+			bc.burst(1) // loads the cache; then every request is answered inline
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := b.N; n > 0; n -= burstSize {
+				bc.burst(min(n, burstSize))
+			}
+		})
+	}
+}
+
+const burstSize = 10
+
+// burstClient is BenchmarkInlineBurst's client: raw frames over TCP.
+type burstClient struct {
+	b        *testing.B
+	nc       net.Conn
+	br       *bufio.Reader
+	enc      *hpack.Encoder
+	hbuf     bytes.Buffer
+	out      []byte
+	path     string
+	body     []byte
+	next     uint32          // next stream ID
+	got      [burstSize]int  // body bytes checked per stream of the burst
+	hdr      [9]byte         // a frame header read
+	payload  []byte          // a frame's payload read
+	headered [burstSize]bool // HEADERS seen
+}
+
+func newBurstClient(b *testing.B, addr, path string, body []byte) *burstClient {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nc.Close() })
+	bc := &burstClient{b: b, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), path: path, body: body, next: 1, payload: make([]byte, 1<<14)}
+	bc.enc = hpack.NewEncoder(&bc.hbuf)
+	// Preface, SETTINGS with a stream window as large as any body, and
+	// the connection window opened by as much.
+	bc.out = append(bc.out, http2.ClientPreface...)
+	bc.out = appendFrameHeader(bc.out, 6, http2.FrameSettings, 0, 0)
+	bc.out = append(bc.out, 0, byte(http2.SettingInitialWindowSize), 0x40, 0, 0, 0)
+	bc.out = bc.windowUpdate(bc.out, 1<<30)
+	if _, err := nc.Write(bc.out); err != nil {
+		b.Fatal(err)
+	}
+	return bc
+}
+
+func appendFrameHeader(p []byte, n int, t http2.FrameType, f http2.Flags, id uint32) []byte {
+	return append(p, byte(n>>16), byte(n>>8), byte(n), byte(t), byte(f), byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+}
+
+func (bc *burstClient) windowUpdate(p []byte, inc uint32) []byte {
+	p = appendFrameHeader(p, 4, http2.FrameWindowUpdate, 0, 0)
+	return append(p, byte(inc>>24), byte(inc>>16), byte(inc>>8), byte(inc))
+}
+
+// burst sends n requests in one write and reads their responses whole.
+func (bc *burstClient) burst(n int) {
+	bc.out = bc.out[:0]
+	first := bc.next
+	for i := 0; i < n; i++ {
+		bc.hbuf.Reset()
+		for _, f := range [...]hpack.HeaderField{{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"},
+			{Name: ":authority", Value: "localhost"}, {Name: ":path", Value: bc.path}, {Name: "user-agent", Value: "burst"}} {
+			bc.enc.WriteField(f)
+		}
+		bc.out = appendFrameHeader(bc.out, bc.hbuf.Len(), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, bc.next)
+		bc.out = append(bc.out, bc.hbuf.Bytes()...)
+		bc.next += 2
+		bc.got[i], bc.headered[i] = 0, false
+	}
+	bc.out = bc.windowUpdate(bc.out, uint32(n*len(bc.body))) // what this burst's bodies take
+	if _, err := bc.nc.Write(bc.out); err != nil {
+		bc.b.Fatal(err)
+	}
+	for done := 0; done < n; {
+		if _, err := io.ReadFull(bc.br, bc.hdr[:]); err != nil {
+			bc.b.Fatal(err)
+		}
+		h := bc.hdr
+		size := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+		t, flags, id := http2.FrameType(h[3]), http2.Flags(h[4]), uint32(h[5]&0x7f)<<24|uint32(h[6])<<16|uint32(h[7])<<8|uint32(h[8])
+		if size > len(bc.payload) {
+			bc.b.Fatalf("frame of %d bytes", size)
+		}
+		p := bc.payload[:size]
+		if _, err := io.ReadFull(bc.br, p); err != nil {
+			bc.b.Fatal(err)
+		}
+		if id == 0 {
+			if t == http2.FrameGoAway {
+				bc.b.Fatalf("GOAWAY %x", p)
+			}
+			continue
+		}
+		i := int(id-first) / 2
+		if id < first || i >= n {
+			bc.b.Fatalf("frame %v on stream %d, not of this burst", t, id)
+		}
+		switch t {
+		case http2.FrameHeaders:
+			bc.headered[i] = true
+		case http2.FrameData:
+			if !bc.headered[i] || !bytes.Equal(p, bc.body[bc.got[i]:min(bc.got[i]+size, len(bc.body))]) {
+				bc.b.Fatalf("stream %d: DATA at %d differs from the file (or came before HEADERS)", id, bc.got[i])
+			}
+			bc.got[i] += size
+		default:
+			bc.b.Fatalf("frame %v on stream %d", t, id)
+		}
+		if flags.Has(http2.FlagDataEndStream) {
+			if bc.got[i] != len(bc.body) {
+				bc.b.Fatalf("stream %d ended after %d of %d bytes", id, bc.got[i], len(bc.body))
+			}
+			done++
+		}
 	}
 }

@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // io.Copy into the ResponseWriter goes through ReadFrom; bodies of every
@@ -173,6 +176,78 @@ func TestResponseWriteShared(t *testing.T) {
 		}
 		if err != nil || !bytes.Equal(b, want) {
 			t.Errorf("?%s: %d bytes (want %d), equal %v, err %v", q, len(b), len(want), bytes.Equal(b, want), err)
+		}
+	}
+}
+
+// WritePrepared sends its fields as given after the header map's, its body
+// whole (HEAD: none, with the length), sniffs no Content-Type, and refuses
+// an informational status or a response whose header went already.
+func TestResponseWritePrepared(t *testing.T) {
+	body := bytes.Repeat([]byte("prepared "), 3000)
+	fields := []hpack.HeaderField{{Name: "etag", Value: `"p1"`}, {Name: "content-length", Value: strconv.Itoa(len(body))}, {Name: "x-prepared", Value: "yes"}}
+	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw, ok := w.(PreparedWriter)
+		if !ok {
+			t.Error("the ResponseWriter is not a PreparedWriter")
+			return
+		}
+		switch r.URL.Path {
+		case "/late":
+			w.WriteHeader(http.StatusAccepted)
+			if pw.WritePrepared(http.StatusOK, fields, body) == nil {
+				t.Error("WritePrepared after WriteHeader succeeded")
+			}
+			return
+		case "/early":
+			if pw.WritePrepared(http.StatusEarlyHints, fields, body) == nil {
+				t.Error("WritePrepared with 103 succeeded")
+			}
+			w.WriteHeader(http.StatusTeapot)
+			return
+		case "/empty":
+			if err := pw.WritePrepared(http.StatusNoContent, fields[2:], nil); err != nil {
+				t.Errorf("WritePrepared 204: %v", err)
+			}
+			return
+		}
+		w.Header().Set("X-Map", "m")
+		if err := pw.WritePrepared(http.StatusOK, fields, body); err != nil {
+			t.Errorf("WritePrepared: %v", err)
+		}
+	}), Config{}, false)
+	defer ts.close()
+	tr := &Transport{AllowHTTP: true}
+	defer tr.CloseIdleConnections()
+	for _, c := range []struct {
+		method, path string
+		status       int
+		body         []byte
+		header       http.Header
+	}{
+		{"GET", "/", 200, body, http.Header{"Etag": {`"p1"`}, "Content-Length": {strconv.Itoa(len(body))}, "X-Prepared": {"yes"}, "X-Map": {"m"}}},
+		{"HEAD", "/", 200, nil, http.Header{"Etag": {`"p1"`}, "Content-Length": {strconv.Itoa(len(body))}, "X-Prepared": {"yes"}, "X-Map": {"m"}}},
+		{"GET", "/empty", 204, nil, http.Header{"X-Prepared": {"yes"}}},
+		{"GET", "/late", 202, nil, nil},
+		{"GET", "/early", 418, nil, nil},
+	} {
+		req, _ := http.NewRequest(c.method, ts.url(c.path), nil)
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != c.status || !bytes.Equal(b, c.body) {
+			t.Errorf("%s %s: status %d (want %d), %d bytes (want %d), err %v", c.method, c.path, res.StatusCode, c.status, len(b), len(c.body), err)
+		}
+		for k, v := range c.header {
+			if !slices.Equal(res.Header[k], v) {
+				t.Errorf("%s %s: %s %q, want %q", c.method, c.path, k, res.Header[k], v)
+			}
+		}
+		if c.header != nil && len(res.Header) != len(c.header) {
+			t.Errorf("%s %s: headers %v, want only %v (no sniffed Content-Type)", c.method, c.path, res.Header, c.header)
 		}
 	}
 }

@@ -30,16 +30,19 @@ type responseWriter struct {
 	written       int64
 	isHead        bool
 	trailerKeys   []string
+	// prepared are WritePrepared's fields, sent after those of the header map.
+	prepared []hpack.HeaderField
 	// fieldBuf holds the HEADERS' fields of most responses: the writer
 	// encodes them from here, no allocation of their own.
 	fieldBuf [8]hpack.HeaderField
 }
 
 var (
-	_ http.Flusher  = (*responseWriter)(nil)
-	_ http.Pusher   = (*responseWriter)(nil)
-	_ io.ReaderFrom = (*responseWriter)(nil)
-	_ SharedWriter  = (*responseWriter)(nil)
+	_ http.Flusher   = (*responseWriter)(nil)
+	_ http.Pusher    = (*responseWriter)(nil)
+	_ io.ReaderFrom  = (*responseWriter)(nil)
+	_ SharedWriter   = (*responseWriter)(nil)
+	_ PreparedWriter = (*responseWriter)(nil)
 )
 
 // SharedWriter is implemented by the server's http.ResponseWriter.
@@ -47,6 +50,42 @@ var (
 // as a cache's: they are sent from p itself instead of from a copy.
 type SharedWriter interface {
 	WriteShared(p []byte) (int, error)
+}
+
+// PreparedWriter is implemented by the server's http.ResponseWriter.
+// WritePrepared sends a whole response (in place of WriteHeader and Write)
+// whose header fields and body were made once and are shared by many
+// responses, such as a cache's: the fields go to HPACK as they are, and the
+// body is sent from body itself, as WriteShared does. A response header
+// map walked, validated and lower-cased per request cost more than the
+// rest of a cached file's answer; here the caller has done it once: the
+// fields have valid lower-case names and valid values, none is a
+// pseudo-header or connection-specific, and content-length, if present,
+// is len(body). Neither is modified afterwards. Fields set through Header()
+// before the call are sent too (none may repeat a prepared one); no
+// Content-Type is sniffed. A HEAD request gets the headers only.
+type PreparedWriter interface {
+	WritePrepared(status int, fields []hpack.HeaderField, body []byte) error
+}
+
+// WritePrepared implements PreparedWriter.
+func (w *responseWriter) WritePrepared(status int, fields []hpack.HeaderField, body []byte) error {
+	if w.wroteHeader {
+		return errors.New("h2: WritePrepared after the response's header")
+	}
+	if status < 200 {
+		return fmt.Errorf("h2: WritePrepared with status %d: not a final response", status)
+	}
+	w.prepared = fields
+	w.WriteHeader(status)
+	if w.contentLength < 0 {
+		w.contentLength = int64(len(body))
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	_, err := w.write(body, true)
+	return err
 }
 
 func (w *responseWriter) Header() http.Header {
@@ -69,7 +108,10 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	h := w.Header()
+	h := w.header
+	if len(h) == 0 {
+		return
+	}
 	if cl := h.Get("Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.contentLength = n
@@ -224,11 +266,13 @@ func (w *responseWriter) sendHeaders(end bool) error {
 	w.sentHeader = true
 	h := w.header
 	fields := append(w.fieldBuf[:0], hpack.HeaderField{Name: ":status", Value: statusText(w.status)})
-	fields = appendHeaderFields(fields, h, isTrailerPrefixed)
+	if len(h) > 0 {
+		fields = appendHeaderFields(fields, h, isTrailerPrefixed)
+	}
 	c, st := w.c, w.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := h["Content-Type"]; !ok && bodyAllowed(w.status) && st.send.q.Len() > 0 {
+	if _, ok := h["Content-Type"]; !ok && w.prepared == nil && bodyAllowed(w.status) && st.send.q.Len() > 0 {
 		var head [512]byte
 		fields = append(fields, hpack.HeaderField{Name: "content-type", Value: http.DetectContentType(head[:st.send.q.Head(head[:])])})
 	}
@@ -239,7 +283,7 @@ func (w *responseWriter) sendHeaders(end bool) error {
 		st.state = stateHalfClosedRemote
 	}
 	st.send.headers = true
-	c.queueLocked(wframe{kind: wHeaders, id: st.id, end: end, fields: fields})
+	c.queueLocked(wframe{kind: wHeaders, id: st.id, end: end, fields: fields, shared: w.prepared})
 	if end {
 		st.send.end, st.send.endSent = true, true
 		c.localClosedLocked(st)

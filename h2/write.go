@@ -38,6 +38,7 @@ type wframe struct {
 	closeAfter bool // the connection's last frame: half-close, drain and close after it
 	ping       [8]byte
 	fields     []hpack.HeaderField
+	shared     []hpack.HeaderField // more fields, after fields: a PreparedWriter's, not to be modified
 	data       []byte
 	settings   []http2.Setting
 	ftype      http2.FrameType
@@ -381,6 +382,9 @@ const frameHeaderLen = 9
 func (c *Conn) writeHeaderBlock(f *wframe, maxFrame int) error {
 	c.hbuf.Reset()
 	for _, hf := range f.fields {
+		c.henc.WriteField(hf)
+	}
+	for _, hf := range f.shared {
 		c.henc.WriteField(hf)
 	}
 	block := c.hbuf.Bytes()
