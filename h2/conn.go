@@ -88,6 +88,9 @@ type Conn struct {
 	deferred        []func() // callbacks the read goroutine runs after unlocking
 	slotWait        sync.Cond
 	pendingPrio     map[uint32]prio.Priority // PRIORITY_UPDATE for streams not yet open
+	// Closed streams for reuse (newPeerStream), and those whose frames
+	// are still queued or being written (freeStreamLocked).
+	free, freeing, written []*stream
 
 	goAwaySent bool
 	goAwayRecv *GoAwayError
@@ -324,6 +327,7 @@ func (c *Conn) close(err error) {
 		close(ch)
 	}
 	c.pings = nil
+	c.dropFreeLocked()
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}

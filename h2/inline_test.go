@@ -2,9 +2,14 @@ package h2
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,5 +145,96 @@ func TestInlinePriority(t *testing.T) {
 	urgentFirst(t, rc.dataOrder(2))
 	if h.inline.Load() != 3 {
 		t.Fatalf("%d responses inline, want 3", h.inline.Load())
+	}
+}
+
+// reuseTest answers /inline/N/OFF inline with inlineBody[OFF:OFF+N] and
+// notes each stream it answered on; ServeHTTP answers /handler/N/OFF the
+// same way after a pause, on a handler goroutine.
+type reuseTest struct {
+	mu   sync.Mutex
+	seen map[*stream]int // inline answers per stream object
+}
+
+func (h *reuseTest) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	if !strings.HasPrefix(r.URL.Path, "/inline/") {
+		return false
+	}
+	h.mu.Lock()
+	h.seen[StreamFromContext(r.Context()).st]++
+	h.mu.Unlock()
+	h.serve(w, r)
+	return true
+}
+
+func (h *reuseTest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(time.Millisecond)
+	h.serve(w, r)
+}
+
+func (h *reuseTest) serve(w http.ResponseWriter, r *http.Request) {
+	var n, off int
+	fmt.Sscanf(r.URL.Path[strings.IndexByte(r.URL.Path[1:], '/')+1:], "/%d/%d", &n, &off)
+	w.Header().Set("Content-Length", strconv.Itoa(n))
+	w.(SharedWriter).WriteShared(inlineBody[off : off+n])
+}
+
+// TestInlineStreamReuse: streams answered inline are reused for the
+// connection's next requests, and under concurrent inline and handler
+// requests, some reset by the client mid-response, every completed body is
+// the one asked for (run it with -race).
+func TestInlineStreamReuse(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		h := &reuseTest{seen: map[*stream]int{}}
+		ts := startServer(t, h, Config{}, useTLS)
+		tr := &Transport{AllowHTTP: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		var wg sync.WaitGroup
+		var completed atomic.Int32
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 40; i++ {
+					n, off := (g*977+i*4099)%40000, (g*31+i*7)%1000
+					kind := "inline"
+					if i%5 == 4 {
+						kind = "handler"
+					}
+					ctx, cancel := context.WithCancel(context.Background())
+					req, _ := http.NewRequestWithContext(ctx, "GET", ts.url(fmt.Sprintf("/%s/%d/%d", kind, n, off)), nil)
+					res, err := tr.RoundTrip(req)
+					if err != nil {
+						cancel()
+						t.Errorf("tls %v: %v", useTLS, err)
+						return
+					}
+					if i%7 == 3 { // reset mid-response
+						res.Body.Read(make([]byte, 10))
+						cancel()
+						res.Body.Close()
+						continue
+					}
+					b, err := io.ReadAll(res.Body)
+					res.Body.Close()
+					cancel()
+					if err != nil || !bytes.Equal(b, inlineBody[off:off+n]) {
+						t.Errorf("tls %v: %s %d bytes at %d: got %d bytes (equal %v), %v", useTLS, kind, n, off, len(b), bytes.Equal(b, inlineBody[off:off+n]), err)
+						return
+					}
+					completed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		tr.CloseIdleConnections()
+		reused := 0
+		for _, k := range h.seen {
+			if k > 1 {
+				reused++
+			}
+		}
+		if completed.Load() == 0 || reused == 0 {
+			t.Errorf("tls %v: %d requests completed; %d of %d stream objects answered more than one inline request, want some", useTLS, completed.Load(), reused, len(h.seen))
+		}
 	}
 }

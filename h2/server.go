@@ -261,7 +261,7 @@ func (c *Conn) onRequestHeaders() error {
 	if c.activePeer >= int(c.cfg.MaxConcurrentStreams) || c.handlers >= 2*int(c.cfg.MaxConcurrentStreams) {
 		return streamError{id, http2.ErrCodeRefusedStream, "too many concurrent streams"}
 	}
-	st := c.newStream(id, false)
+	st := c.newPeerStream(id)
 	st.declLen = rh.contentLength
 	if p, ok := c.pendingPrio[id]; ok {
 		st.prio = p
@@ -336,10 +336,9 @@ func (c *Conn) runInline(j inlineJob) (served bool) {
 	rw.header = ir.resp
 	defer func() {
 		if p := recover(); p != nil || served {
-			c.handlerDone(j.st, j.req, p)
+			c.handlerDone(j.st, j.req, p, true)
 			served = true
 		}
-		rw.header = nil // the next inline response's
 	}()
 	return j.h.ServeInline(rw, j.req)
 }
@@ -475,7 +474,7 @@ type inlineReq struct {
 // runHandler runs the application's handler for one stream.
 func (c *Conn) runHandler(st *stream, req *http.Request) {
 	rw := c.newResponseWriter(st, req)
-	defer func() { c.handlerDone(st, req, recover()) }()
+	defer func() { c.handlerDone(st, req, recover(), false) }()
 	h := c.srv.Handler
 	if h == nil {
 		h = http.DefaultServeMux
@@ -492,8 +491,10 @@ func (c *Conn) newResponseWriter(st *stream, req *http.Request) *responseWriter 
 }
 
 // handlerDone completes a stream's response after its handler returned,
-// or resets the stream if the handler panicked with p.
-func (c *Conn) handlerDone(st *stream, req *http.Request, p any) {
+// or resets the stream if the handler panicked with p. An inline one's
+// stream is free for reuse once closed, so it is not touched after the
+// lock: its context and body are the connection's and http.NoBody.
+func (c *Conn) handlerDone(st *stream, req *http.Request, p any, inline bool) {
 	if p != nil {
 		if p != http.ErrAbortHandler {
 			buf := make([]byte, 8<<10)
@@ -510,6 +511,15 @@ func (c *Conn) handlerDone(st *stream, req *http.Request, p any) {
 	c.handlers--
 	c.busy.Add(-1)
 	c.nudgeLocked()
+	if inline {
+		st.rw.header = nil // the connection's, for its next inline response
+		st.inlineDone = true
+		if st.state == stateClosed {
+			c.freeStreamLocked(st)
+		}
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
 	st.cancel()
 	if b, ok := req.Body.(*streamBody); ok {

@@ -57,6 +57,12 @@ func (c *Conn) writeLoop() {
 	dirty, yielded := false, false
 	for {
 		c.mu.Lock()
+		if len(c.written) > 0 {
+			// The last batch, written, held their last frames.
+			c.free = append(c.free, c.written...)
+			clear(c.written)
+			c.written = c.written[:0]
+		}
 		for !c.hasWorkLocked() {
 			if c.closed {
 				c.writerRunning = false
@@ -91,6 +97,7 @@ func (c *Conn) writeLoop() {
 				c.nudgeLocked()
 				c.putWriteBuffersLocked()
 				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
+				c.dropFreeLocked()
 				c.sched.Reset()
 				c.mu.Unlock()
 				return
@@ -325,6 +332,11 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 		}
 		c.sched.Remove(id)
 	}
+	// Every frame queued for the streams closed so far is in this batch
+	// or an earlier one.
+	c.written = append(c.written, c.freeing...)
+	clear(c.freeing)
+	c.freeing = c.freeing[:0]
 	return batch
 }
 
