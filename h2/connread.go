@@ -35,6 +35,13 @@ type connReader struct {
 	// pending is prefill's error, for the next Read: errors are reported
 	// once by the socket (a reset reads as EOF afterwards).
 	pending error
+	// readRaw's callback, made once, and what it was asked and got: a
+	// closure made per read, with what it captured, cost up to three
+	// allocations.
+	rawFn   func(fd uintptr) bool
+	rawWait bool
+	rawN    int
+	rawErr  error
 }
 
 // sniffedConn is a wrapper that returns bytes read earlier (a server's
@@ -57,6 +64,7 @@ func newConnReader(nc net.Conn) *connReader {
 	if tc, ok := inner.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
 			cr.rc = rc
+			cr.rawFn = cr.rawRead
 		}
 	}
 	return cr
@@ -175,24 +183,10 @@ var errWouldBlock = errors.New("h2: nothing to read yet")
 // poller's callback; without wait it returns errWouldBlock at once if the
 // socket is empty.
 func (cr *connReader) readRaw(wait bool) error {
-	var n int
-	var rerr error
-	err := cr.rc.Read(func(fd uintptr) bool {
-		cr.take()
-		for {
-			n, rerr = syscall.Read(int(fd), cr.buf[cr.w:])
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
-			if cr.w == 0 {
-				cr.release() // nothing buffered: wait without a buffer
-			}
-			return !wait
-		}
-		return true
-	})
+	cr.rawWait, cr.rawN, cr.rawErr = wait, 0, nil
+	err := cr.rc.Read(cr.rawFn)
+	n, rerr := cr.rawN, cr.rawErr
+	cr.rawErr = nil
 	if err == nil && rerr == syscall.EAGAIN { // only without wait
 		return errWouldBlock
 	}
@@ -210,6 +204,25 @@ func (cr *connReader) readRaw(wait bool) error {
 	}
 	cr.w += n
 	return nil
+}
+
+// rawRead is readRaw's callback: one read of the socket, which reports
+// whether the read is over (not: wait for the socket).
+func (cr *connReader) rawRead(fd uintptr) bool {
+	cr.take()
+	for {
+		cr.rawN, cr.rawErr = syscall.Read(int(fd), cr.buf[cr.w:])
+		if cr.rawErr != syscall.EINTR {
+			break
+		}
+	}
+	if cr.rawErr == syscall.EAGAIN {
+		if cr.w == 0 {
+			cr.release() // nothing buffered: wait without a buffer
+		}
+		return !cr.rawWait
+	}
+	return true
 }
 
 // unwrapOp drops the raw connection's own OpError around err.
