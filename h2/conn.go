@@ -60,6 +60,7 @@ type Conn struct {
 	wfr     *http2.Framer
 	henc    *hpack.Encoder
 	hbuf    bytes.Buffer
+	blocks  blockCache // henc's encodings of prepared responses
 	arena   []byte
 	dataHdr [frameHeaderLen]byte // not on the stack: bufio may pass it to the conn
 

@@ -134,6 +134,7 @@ func (c *Conn) writeLoop() {
 		}
 		if c.encTableChanged {
 			c.henc.SetMaxDynamicTableSizeLimit(c.encTableSize)
+			c.blocks.tableChanged()
 			c.encTableChanged = false
 		}
 		maxFrame := int(c.peer.maxFrameSize)
@@ -392,14 +393,7 @@ const frameHeaderLen = 9
 // writeHeaderBlock HPACK-encodes fields and writes HEADERS or PUSH_PROMISE
 // plus as many CONTINUATION frames as the peer's frame size requires.
 func (c *Conn) writeHeaderBlock(f *wframe, maxFrame int) error {
-	c.hbuf.Reset()
-	for _, hf := range f.fields {
-		c.henc.WriteField(hf)
-	}
-	for _, hf := range f.shared {
-		c.henc.WriteField(hf)
-	}
-	block := c.hbuf.Bytes()
+	block := c.encodeBlock(f)
 	first := block
 	if len(first) > maxFrame {
 		first = first[:maxFrame]
@@ -420,6 +414,23 @@ func (c *Conn) writeHeaderBlock(f *wframe, maxFrame int) error {
 		err = c.wfr.WriteContinuation(f.id, len(rest) == 0, frag)
 	}
 	return err
+}
+
+// encodeBlock returns f's fields HPACK-encoded, valid until the next call.
+func (c *Conn) encodeBlock(f *wframe) []byte {
+	if block, ok := c.blocks.lookup(f); ok {
+		return block
+	}
+	c.hbuf.Reset()
+	for _, hf := range f.fields {
+		c.henc.WriteField(hf)
+	}
+	for _, hf := range f.shared {
+		c.henc.WriteField(hf)
+	}
+	block := c.hbuf.Bytes()
+	c.blocks.encoded(f, block)
+	return block
 }
 
 // drainAndClose ends a connection after its last frame. After a connection
