@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,15 +83,52 @@ func BenchmarkInlineBurst(b *testing.B) {
 			bc := newBurstClient(b, ts.addr, "/obj", body)
 			bc.burst(1) // loads the cache; then every request is answered inline
 			b.ReportAllocs()
+			r0, w0 := syscallsIO(b)
+			s0 := sleeps(b)
 			b.ResetTimer()
 			for n := b.N; n > 0; n -= burstSize {
 				bc.burst(min(n, burstSize))
 			}
+			b.StopTimer()
+			r1, w1 := syscallsIO(b)
+			// Threads' sleeps (voluntary context switches): a goroutine woken
+			// on an idle P costs a futex wake-up and one of these.
+			b.ReportMetric(float64(sleeps(b)-s0)/float64(b.N), "sleeps/op")
+			// The client's: one write per burst, and reads.
+			b.ReportMetric(float64(r1-r0)/float64(b.N), "reads/op")
+			b.ReportMetric(float64(w1-w0)/float64(b.N), "writes/op")
 		})
 	}
 }
 
 const burstSize = 10
+
+// sleeps returns the process's voluntary context switches so far.
+func sleeps(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Skip("getrusage:", err)
+	}
+	return ru.Nvcsw
+}
+
+// syscallsIO returns the process's read and write system calls so far
+// (/proc/self/io's syscr and syscw).
+func syscallsIO(b *testing.B) (reads, writes int64) {
+	p, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skip("no /proc/self/io:", err)
+	}
+	for _, line := range strings.Split(string(p), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			reads, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			writes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return reads, writes
+}
 
 // burstClient is BenchmarkInlineBurst's client: raw frames over TCP.
 type burstClient struct {
