@@ -126,3 +126,31 @@ func TestInteractiveNoProbeForSmallObjects(t *testing.T) {
 		}
 	}
 }
+
+// A stall of the path in use while the probe runs (a loss of its slow
+// start recovered a round trip or more later) is not its rate: on (10,5)
+// the download stays on wifi whatever the stall. Before heldRate and
+// ProbeConfirm a stall of 100 ms from 0.2-0.5 s moved 64 MiB to lte, 2x
+// slower (the testbed did it: 107.7 s against wifi's 53.4 s).
+func TestInteractiveStallIsNoRate(t *testing.T) {
+	for _, at := range []time.Duration{200, 300, 500} {
+		for _, stall := range []time.Duration{100, 250} {
+			paths := fig8SlowStart(10, 5)
+			var steps []rateStep
+			for _, x := range paths[0].Rate {
+				if x.At < at*time.Millisecond {
+					steps = append(steps, x)
+				}
+			}
+			paths[0].Rate = append(steps, rateStep{at * time.Millisecond, 0}, rateStep{(at + stall) * time.Millisecond, mbit(10)})
+			var sched *Scheduler
+			r, err := runSimWith(simConfig{Size: 64 << 20, Paths: paths, Sched: Config{Size: -1, Mode: Interactive}}, false, func(s *Scheduler) { sched = s })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sw := sched.Switches(); len(sw) != 1 || r.Delivered[1] > ProbeMax {
+				t.Errorf("wifi stalled %d ms from %d ms: %v, delivered %v, switches %+v: want the rest on wifi", stall, at, r.Done, r.Delivered, sw)
+			}
+		}
+	}
+}

@@ -207,7 +207,8 @@ type Scheduler struct {
 	out       []Action
 	active    PathID // the path in use (Handover, Interactive); -1 none yet
 	handovers []Switch
-	probing   bool // Interactive: probes are out and the path in use may change (reconsider)
+	probing   bool      // Interactive: probes are out and the path in use may change (reconsider)
+	movable   time.Time // since when reconsider has found a move that pays; zero if it does not
 }
 
 type path struct {
@@ -1267,8 +1268,13 @@ func (s *Scheduler) committed(now time.Time, st *stream) int64 {
 // when the wanted bytes are in: the same without the last stream's credited
 // bytes past its end, which hold nothing up.
 func (s *Scheduler) finish(now time.Time, p PathID) (t, want time.Time, ok bool) {
-	t, want = now, now
 	bw, bwOK := s.bandwidth(now, p)
+	return s.finishAt(now, p, bw, bwOK)
+}
+
+// finishAt is finish with path p at bw bytes per second (bwOK: known).
+func (s *Scheduler) finishAt(now time.Time, p PathID, bw float64, bwOK bool) (t, want time.Time, ok bool) {
+	t, want = now, now
 	rtt := s.baseRTT(p)
 	at := func(from time.Time, n int64) time.Time { return from.Add(time.Duration(float64(n) / bw * 1e9)) }
 	for _, st := range s.live {
