@@ -219,7 +219,7 @@ func (t *Transport) CloseIdleConnections() {
 // NewClientConn starts HTTP/2 on an established connection (preface sent).
 func (t *Transport) NewClientConn(nc net.Conn) (*ClientConn, error) {
 	c := newConn(nc, t.Config, true, context.Background())
-	c.bw.WriteString(http2.ClientPreface)
+	io.WriteString(c.bw, http2.ClientPreface)
 	c.initialSettings()
 	if c.cfg.IdleTimeout > 0 {
 		c.idleTimer = time.AfterFunc(c.cfg.IdleTimeout, c.GoAway)

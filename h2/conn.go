@@ -14,7 +14,6 @@
 package h2
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -56,7 +55,7 @@ type Conn struct {
 	ireq     *inlineReq // what inline requests are made of
 
 	// Owned by the write goroutine.
-	bw      *bufio.Writer
+	bw      *batchWriter
 	wfr     *http2.Framer
 	henc    *hpack.Encoder
 	hbuf    bytes.Buffer
@@ -560,13 +559,28 @@ type sendClock struct {
 }
 
 func (w sendClock) Write(p []byte) (int, error) {
-	if w.timeout <= 0 {
-		return w.nc.Write(p)
-	}
-	w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
+	w.arm()
 	n, err := w.nc.Write(p)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("h2: the peer read nothing for %v (send timeout): %w", w.timeout, err)
+	return n, w.explain(err)
+}
+
+// writeBuffers writes v to tcp, the socket under w's connection, with one
+// writev where the kernel takes it all.
+func (w sendClock) writeBuffers(tcp *net.TCPConn, v *net.Buffers) (int64, error) {
+	w.arm()
+	n, err := v.WriteTo(tcp)
+	return n, w.explain(err)
+}
+
+func (w sendClock) arm() {
+	if w.timeout > 0 {
+		w.nc.SetWriteDeadline(time.Now().Add(w.timeout))
 	}
-	return n, err
+}
+
+func (w sendClock) explain(err error) error {
+	if w.timeout > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("h2: the peer read nothing for %v (send timeout): %w", w.timeout, err)
+	}
+	return err
 }

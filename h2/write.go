@@ -1,7 +1,6 @@
 package h2
 
 import (
-	"bufio"
 	"net"
 	"runtime"
 	"sync"
@@ -45,6 +44,7 @@ type wframe struct {
 	flags      http2.Flags
 	after      func()           // runs on the writer after the frame is written
 	chunk      *[chunkSize]byte // a DATA frame's own send-queue chunk, pooled once written
+	borrowed   bool             // DATA of a WriteShared caller's: written by reference
 }
 
 // writeLoop owns the connection's output: it takes batches of frames under
@@ -205,13 +205,13 @@ func (c *Conn) writerIdleLocked() bool {
 // Framer writing into it, and the DATA arena. Kits are pooled, so an idle
 // connection holds none.
 type writeKit struct {
-	bw    *bufio.Writer
+	bw    *batchWriter
 	fr    *http2.Framer
 	arena *[writeBatchBudget + maxDataFrame]byte
 }
 
 var writeKits = sync.Pool{New: func() any {
-	k := &writeKit{bw: bufio.NewWriterSize(nil, 64<<10), arena: new([writeBatchBudget + maxDataFrame]byte)}
+	k := &writeKit{bw: newBatchWriter(), arena: new([writeBatchBudget + maxDataFrame]byte)}
 	k.fr = http2.NewFramer(k.bw, nil)
 	return k
 }}
@@ -222,7 +222,7 @@ func (c *Conn) takeWriteBuffers() {
 		return
 	}
 	c.kit = writeKits.Get().(*writeKit)
-	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout})
+	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout}, plainTCP(c.nc))
 	c.bw, c.arena = c.kit.bw, c.kit.arena[:0]
 	if c.cfg.Trace == nil {
 		c.wfr = c.kit.fr
@@ -232,7 +232,7 @@ func (c *Conn) takeWriteBuffers() {
 // putWriteBuffersLocked returns the kit once the writer has flushed; the
 // lock orders this against the next writer's takeWriteBuffers.
 func (c *Conn) putWriteBuffersLocked() {
-	c.kit.bw.Reset(nil)
+	c.kit.bw.Reset(sendClock{}, nil)
 	writeKits.Put(c.kit)
 	c.kit, c.bw, c.arena = nil, nil, nil
 	if c.cfg.Trace == nil {
@@ -292,6 +292,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 				break
 			}
 			data, chunk, ok := s.q.take(n)
+			borrowed := ok && chunk == nil
 			if !ok {
 				off := len(c.arena)
 				c.arena = c.arena[:off+n]
@@ -304,7 +305,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 			c.sendWin.Take(n)
 			budget -= n
 			end := s.end && s.q.Len() == 0 && s.trailers == nil
-			batch = append(batch, wframe{kind: wData, id: id, end: end, data: data, chunk: chunk})
+			batch = append(batch, wframe{kind: wData, id: id, end: end, data: data, chunk: chunk, borrowed: borrowed})
 			// Wake a blocked body writer only once half the queue has
 			// drained, so that it refills in large writes rather than
 			// waking for every frame.
@@ -349,7 +350,7 @@ func (c *Conn) writeFrame(f *wframe, maxFrame int) error {
 		if c.cfg.Trace != nil {
 			return fr.WriteData(f.id, f.end, f.data)
 		}
-		return c.writeDataFrame(f.id, f.end, f.data)
+		return c.writeDataFrame(f)
 	case wHeaders, wPushPromise:
 		return c.writeHeaderBlock(f, maxFrame)
 	case wSettings:
@@ -373,17 +374,23 @@ func (c *Conn) writeFrame(f *wframe, maxFrame int) error {
 }
 
 // writeDataFrame writes a DATA frame into the buffered writer directly: the
-// Framer would first copy the payload into its own frame buffer.
-func (c *Conn) writeDataFrame(id uint32, end bool, data []byte) error {
+// Framer would first copy the payload into its own frame buffer. Shared
+// bytes stay unmodified until the flush, so they go by reference.
+func (c *Conn) writeDataFrame(f *wframe) error {
 	var flags http2.Flags
-	if end {
+	if f.end {
 		flags = http2.FlagDataEndStream
 	}
-	n := len(data)
+	n, id := len(f.data), f.id
 	c.dataHdr = [frameHeaderLen]byte{byte(n >> 16), byte(n >> 8), byte(n), byte(http2.FrameData), byte(flags),
 		byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
 	c.bw.Write(c.dataHdr[:])
-	_, err := c.bw.Write(data)
+	var err error
+	if f.borrowed {
+		_, err = c.bw.WriteRef(f.data)
+	} else {
+		_, err = c.bw.Write(f.data)
+	}
 	return err
 }
 
