@@ -3,6 +3,7 @@ package h2
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -60,10 +61,15 @@ func BenchmarkGet(b *testing.B) {
 // write and its 10 responses read in full, every body byte checked. The
 // client allocates nothing per request, so allocs/op and B/op are the
 // server's per request: figures that do not depend on the machine's load,
-// unlike ns/op.
+// unlike ns/op. The tls- cases run it over TLS.
 func BenchmarkInlineBurst(b *testing.B) {
-	for _, size := range []int{1 << 10, 16 << 10} {
-		b.Run(fmt.Sprint(size), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		size int
+		tls  bool
+	}{{"1024", 1 << 10, false}, {"16384", 16 << 10, false}, {"tls-1024", 1 << 10, true}, {"tls-16384", 16 << 10, true}} {
+		size := c.size
+		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			body := make([]byte, size)
 			for i := range body {
@@ -79,8 +85,8 @@ func BenchmarkInlineBurst(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer h.Close()
-			ts := startServer(b, h, Config{}, false)
-			bc := newBurstClient(b, ts.addr, "/obj", body)
+			ts := startServer(b, h, Config{}, c.tls)
+			bc := newBurstClient(b, ts.addr, "/obj", body, c.tls)
 			bc.burst(1) // loads the cache; then every request is answered inline
 			b.ReportAllocs()
 			r0, w0 := syscallsIO(b)
@@ -147,10 +153,17 @@ type burstClient struct {
 	headered [burstSize]bool // HEADERS seen
 }
 
-func newBurstClient(b *testing.B, addr, path string, body []byte) *burstClient {
+func newBurstClient(b *testing.B, addr, path string, body []byte, useTLS bool) *burstClient {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if useTLS {
+		tc := tls.Client(nc, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err := tc.Handshake(); err != nil {
+			b.Fatal(err)
+		}
+		nc = tc
 	}
 	b.Cleanup(func() { nc.Close() })
 	bc := &burstClient{b: b, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), path: path, body: body, next: 1, payload: make([]byte, 1<<14)}

@@ -553,14 +553,24 @@ func (t *traceWriter) Write(p []byte) (int, error) {
 
 // sendClock puts SendTimeout's deadline on every socket write, so a peer
 // that stops reading ends the connection instead of blocking its writer.
+// Over a TLSServer connection, each write's records go out in one.
 type sendClock struct {
 	nc      net.Conn
 	timeout time.Duration
+	records *recordConn // under nc, or nil
 }
 
 func (w sendClock) Write(p []byte) (int, error) {
 	w.arm()
+	if w.records == nil {
+		n, err := w.nc.Write(p)
+		return n, w.explain(err)
+	}
+	w.records.batch()
 	n, err := w.nc.Write(p)
+	if err2 := w.records.send(); err == nil && err2 != nil {
+		n, err = 0, err2
+	}
 	return n, w.explain(err)
 }
 

@@ -60,6 +60,9 @@ func newConnReader(nc net.Conn) *connReader {
 		cr.pre, inner = p, p.NetConn()
 	} else if tc, ok := nc.(*tls.Conn); ok {
 		cr.tls, inner = tc, tc.NetConn()
+		if r, ok := inner.(*recordConn); ok {
+			inner = r.Conn
+		}
 	}
 	if tc, ok := inner.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {

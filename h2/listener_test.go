@@ -85,7 +85,7 @@ func (ts *testServer) serve() {
 		ts.wg.Add(1)
 		go func() {
 			if ts.tls != nil {
-				tc := tls.Server(nc, ts.tls)
+				tc := TLSServer(nc, ts.tls)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				err := tc.HandshakeContext(ctx)
 				cancel()

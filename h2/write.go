@@ -222,7 +222,7 @@ func (c *Conn) takeWriteBuffers() {
 		return
 	}
 	c.kit = writeKits.Get().(*writeKit)
-	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout}, plainTCP(c.nc))
+	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout, recordsUnder(c.nc)}, plainTCP(c.nc))
 	c.bw, c.arena = c.kit.bw, c.kit.arena[:0]
 	if c.cfg.Trace == nil {
 		c.wfr = c.kit.fr

@@ -297,7 +297,7 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 		return
 	}
 	if s.TLS {
-		tc := tls.Server(c, s.tlsConf)
+		tc := h2.TLSServer(c, s.tlsConf)
 		hctx, cancel := context.WithTimeout(ctx, s.HeaderTimeout)
 		err := tc.HandshakeContext(hctx)
 		cancel()

@@ -190,7 +190,11 @@ func (s *Steerer) place(r *http.Request, to steerConn, size int64, provisional b
 // figures are unknown ones.
 func readTCP(c steerConn) tcpState {
 	nc := c.NetConn()
-	if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
+	for { // TLS's connection, and h2.TLSServer's under it
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
 		nc = u.NetConn()
 	}
 	var t tcpState
