@@ -70,6 +70,14 @@ type Config struct {
 	// urgency in its Priority field, instead of HTTP/1.1 on at most six
 	// connections per origin.
 	TLS bool
+	// Intercept, if set with a Policy, terminates CONNECT tunnels to the
+	// origins it covers with certificates of its CA (ALPN h2 and http/1.1,
+	// shunt's server and h2 engine), so a browser loading https:// origins
+	// through the proxy speaks HTTP/2 to "the origin" and sends
+	// Sec-Fetch-Dest and Priority; the proxy fetches those requests over
+	// the policy's per-path connections (TLS to the origin, checked unless
+	// Insecure). Other CONNECTs stay tunnels.
+	Intercept *Intercept
 }
 
 // Validate names the first field that is wrong.
@@ -90,6 +98,18 @@ func (c Config) Validate() error {
 	}
 	if c.Cost != nil && len(c.Cost) != len(c.Paths) {
 		return fmt.Errorf("proxy: Cost: %d costs for %d paths", len(c.Cost), len(c.Paths))
+	}
+	if ic := c.Intercept; ic != nil {
+		switch {
+		case ic.CA == nil:
+			return errors.New("proxy: Intercept: no CA")
+		case c.Policy == nil:
+			return errors.New("proxy: Intercept: terminates the tunnels a hints Policy covers; set one")
+		case c.TLS:
+			// A browser sends CONNECT to an HTTPS proxy over HTTP/2,
+			// which the proxy does not take.
+			return errors.New("proxy: Intercept needs the proxy in cleartext (not TLS): CONNECT is taken over HTTP/1.1 only")
+		}
 	}
 	if c.SplitMin < 0 || c.ConnectTimeout < 0 || c.IdleTimeout < 0 || c.HandoverAfter < 0 {
 		return fmt.Errorf("proxy: SplitMin %d, ConnectTimeout %v, IdleTimeout %v, HandoverAfter %v: negative", c.SplitMin, c.ConnectTimeout, c.IdleTimeout, c.HandoverAfter)
@@ -129,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		hinted = &hintedTransport{newClient: newClient, policy: cfg.Policy, cost: cfg.Cost, placed: cfg.Placed, next: tr}
 		tr = hinted
 	}
-	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog}
+	p := &Proxy{Transport: tr, Dial: firstPath(cfg.Paths), ErrorLog: cfg.ErrorLog, Intercept: cfg.Intercept}
 	srv := &server.Server{Addr: cfg.Listen, Handler: p, TLS: cfg.TLS, ErrorLog: cfg.ErrorLog}
 	ln := cfg.Listener
 	if ln == nil {
@@ -143,8 +163,21 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	if host, port, _ := net.SplitHostPort(r.Addr); host == "0.0.0.0" || host == "::" {
 		p.Self = append(p.Self, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port))
 	}
+	terminated := make(chan struct{})
+	if cfg.Intercept != nil {
+		p.Terminated = server.NewConnListener(ln.Addr())
+		tsrv := &server.Server{Handler: http.HandlerFunc(p.serveIntercepted), TLS: true, ErrorLog: cfg.ErrorLog,
+			TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cfg.Intercept.CA.getCertificate}}
+		go func() {
+			defer close(terminated)
+			tsrv.Serve(ctx, p.Terminated)
+		}()
+	} else {
+		close(terminated)
+	}
 	go func() {
 		err := srv.Serve(ctx, ln)
+		<-terminated
 		r.CloseConnections()
 		r.done <- err
 	}()

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/mph2"
 )
 
@@ -68,6 +69,9 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Listen: "nohost", Paths: []mph2.Path{a}}, "Listen"},
 		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a, b}}, "two paths named"},
 		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, SplitMin: -1}, "negative"},
+		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{}}, "no CA"},
+		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{CA: &CA{}}}, "Policy"},
+		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{CA: &CA{}}, Policy: &hints.Policy{}, TLS: true}, "cleartext"},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: %v, want error %q", tc.c, err, tc.err)

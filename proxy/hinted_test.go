@@ -32,19 +32,10 @@ func TestProxyPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type placed struct {
-		class hints.Class
-		path  int
-	}
-	var mu sync.Mutex
-	got := map[string]placed{}
+	var got placements
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{{Name: "cheap"}, {Name: "exp"}}, Policy: pol, Cost: []float64{0, 1}, TLS: true,
-		ErrorLog: discardLog(), Placed: func(u string, h hints.Hint, path int) {
-			mu.Lock()
-			got[u] = placed{h.Class, path}
-			mu.Unlock()
-		}})
+		ErrorLog: discardLog(), Placed: got.placed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,28 +61,10 @@ func TestProxyPolicy(t *testing.T) {
 		{h2, []string{"Sec-Fetch-Dest", "script", "Priority", "u=1"}, hints.Script, 1},
 		{h2, []string{"Accept", "text/css,*/*;q=0.1"}, hints.Style, 1},
 	} {
-		size := int64(100000 + i)
-		u := fmt.Sprintf("http://%s/gen/%d", plain, size)
-		req, _ := http.NewRequest(http.MethodGet, u, nil)
-		req.Header.Set(tc.hdr[0], tc.hdr[1])
-		if len(tc.hdr) > 2 {
-			req.Header.Set(tc.hdr[2], tc.hdr[3])
-		}
-		res, err := tc.client.Do(req)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.hdr, err)
-		}
-		h := sha256.New()
-		n, err := io.Copy(h, res.Body)
-		res.Body.Close()
-		if err != nil || res.StatusCode != 200 || n != size || [32]byte(h.Sum(nil)) != content.Digest(size) {
-			t.Fatalf("%v: status %d, %d bytes (%v), SHA-256 ok %v", tc.hdr, res.StatusCode, n, err, [32]byte(h.Sum(nil)) == content.Digest(size))
-		}
-		mu.Lock()
-		p := got[u]
-		mu.Unlock()
-		if p.class != tc.class || p.path != tc.path {
-			t.Errorf("%v: class %s on path %d, want %s on %d", tc.hdr, p.class, p.path, tc.class, tc.path)
+		u := fmt.Sprintf("http://%s/gen/%d", plain, 100000+i)
+		getGen(t, tc.client, u, tc.hdr...)
+		if p, ok := got.at(u); !ok || p.class != tc.class || p.path != tc.path {
+			t.Errorf("%v: placed %v: class %s on path %d, want %s on %d", tc.hdr, ok, p.class, p.path, tc.class, tc.path)
 		}
 	}
 	// MP-H2's flow-control ends would hold every stream to a 16 KB window
@@ -99,6 +72,62 @@ func TestProxyPolicy(t *testing.T) {
 	if c := r.hinted.origins["http://"+plain].Client; c.EndAdjust != mph2.EndReset {
 		t.Errorf("the hinted client ends streams by %v, want EndReset", c.EndAdjust)
 	}
+}
+
+// placements records where a proxy's Placed hook put each URL.
+type placements struct {
+	mu sync.Mutex
+	m  map[string]placement
+}
+
+type placement struct {
+	class hints.Class
+	path  int
+}
+
+func (p *placements) placed(u string, h hints.Hint, path int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]placement{}
+	}
+	p.m[u] = placement{h.Class, path}
+}
+
+func (p *placements) at(u string) (placement, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl, ok := p.m[u]
+	return pl, ok
+}
+
+// getGen GETs u, a /gen/SIZE object, with the header fields hdr (name,
+// value, ...) and fails the test unless the body is the object's, byte for
+// byte; the body is read and closed.
+func getGen(t *testing.T, c *http.Client, u string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	var size int64
+	if _, err := fmt.Sscanf(req.URL.Path, "/gen/%d", &size); err != nil {
+		t.Fatalf("%s: not a /gen/SIZE object", u)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %v: %v", u, hdr, err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, res.Body)
+	res.Body.Close()
+	if ok := [32]byte(h.Sum(nil)) == content.Digest(size); err != nil || res.StatusCode != 200 || n != size || !ok {
+		t.Fatalf("%s %v: status %d, %d bytes (%v), SHA-256 ok %v", u, hdr, res.StatusCode, n, err, ok)
+	}
+	return res
 }
 
 // With a policy the body streams through the proxy: the application gets

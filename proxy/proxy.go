@@ -3,7 +3,10 @@
 // origins (HTTP/1.1 absolute-form, or h2c with prior knowledge, whose
 // :authority names the origin) are fetched with a RoundTripper, MP-H2's for
 // shunt proxy, and the response is passed back as it came; CONNECT tunnels
-// (TLS origins) are dialed on one path and carried byte for byte.
+// (TLS origins) are dialed on one path and carried byte for byte, unless
+// the proxy intercepts them (Intercept): then it terminates the
+// application's TLS with a certificate of its own CA and fetches the
+// requests inside as https ones, like plain-HTTP origins'.
 //
 // A response whose body fails after its headers have gone out is never
 // finished as if it were complete: the connection to the application (or
@@ -12,6 +15,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -21,6 +25,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/shunt-net/shunt/server"
 )
 
 // Proxy is an http.Handler; serve it with server.Server for HTTP/1.1 and h2c
@@ -35,6 +41,12 @@ type Proxy struct {
 	Self []string
 	// ErrorLog gets one line per failed request; nil: the log package's.
 	ErrorLog *log.Logger
+	// Intercept, if set, names the CONNECT targets whose TLS the proxy
+	// terminates instead of tunnelling: after the 200 their connections go
+	// to Terminated, the listener of a TLS server with the CA's
+	// certificates whose handler is the proxy's (Start sets both).
+	Intercept  *Intercept
+	Terminated *server.ConnListener
 }
 
 // hopHeaders are the connection's own, never forwarded (RFC 9110 7.6.1).
@@ -175,28 +187,36 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusNotImplemented, fmt.Errorf("CONNECT %s over HTTP/%d: only HTTP/1.1 CONNECT is tunnelled", addr, r.ProtoMajor))
 		return
 	}
-	oc, err := p.Dial(r.Context(), "tcp", addr)
-	if err != nil {
-		p.fail(w, r, http.StatusBadGateway, fmt.Errorf("CONNECT %s: %w", addr, err))
-		return
+	terminate := p.Intercept != nil && p.Intercept.covers(addr)
+	var oc net.Conn
+	if !terminate {
+		var err error
+		if oc, err = p.Dial(r.Context(), "tcp", addr); err != nil {
+			p.fail(w, r, http.StatusBadGateway, fmt.Errorf("CONNECT %s: %w", addr, err))
+			return
+		}
+		defer oc.Close()
 	}
-	defer oc.Close()
 	ac, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		p.fail(w, r, http.StatusInternalServerError, fmt.Errorf("CONNECT %s: %w", addr, err))
 		return
 	}
-	defer ac.Close()
 	if _, err := io.WriteString(ac, "HTTP/1.1 200 Connection established\r\nVia: 1.1 "+via+"\r\n\r\n"); err != nil {
+		ac.Close()
 		return
 	}
 	// Bytes the application sent right behind its request (a TLS
 	// ClientHello) sit in brw's buffer.
-	var app io.Reader = ac
-	if n := brw.Reader.Buffered(); n > 0 {
-		head, _ := brw.Reader.Peek(n)
-		app = io.MultiReader(strings.NewReader(string(head)), ac)
+	head, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	app := server.NewPrefixConn(ac, bytes.Clone(head))
+	if terminate {
+		if !p.Terminated.Push(&tunnelConn{Conn: app, target: addr}) {
+			ac.Close()
+		}
+		return
 	}
+	defer ac.Close()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -208,6 +228,26 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	closeWrite(ac)
 	wg.Wait()
 }
+
+// tunnelConn is a terminated CONNECT's connection; target is the HOST:PORT
+// it named, which the connection gives as its local address: the one the
+// application connected to, whose certificate the proxy presents (through
+// whatever wraps the connection in the TLS server).
+type tunnelConn struct {
+	net.Conn
+	target string
+}
+
+func (c *tunnelConn) LocalAddr() net.Addr { return targetAddr(c.target) }
+
+// targetAddr is a CONNECT target as a net.Addr.
+type targetAddr string
+
+func (targetAddr) Network() string  { return "tcp" }
+func (a targetAddr) String() string { return string(a) }
+
+// NetConn returns the wrapped connection, as tls.Conn does.
+func (c *tunnelConn) NetConn() net.Conn { return c.Conn }
 
 // closeWrite half-closes c when it can, so each direction of a tunnel ends
 // on its own; otherwise the deferred Close ends both.

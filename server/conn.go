@@ -99,7 +99,9 @@ type prefixConn struct {
 	head []byte
 }
 
-func newPrefixConn(c net.Conn, head []byte) net.Conn {
+// NewPrefixConn is c, whose first reads return head (bytes already read
+// from it, e.g. by a bufio.Reader).
+func NewPrefixConn(c net.Conn, head []byte) net.Conn {
 	if len(head) == 0 {
 		return c
 	}
@@ -135,20 +137,22 @@ func (c *prefixConn) ReadFrom(r io.Reader) (int64, error) {
 // NetConn returns the wrapped connection, as tls.Conn does.
 func (c *prefixConn) NetConn() net.Conn { return c.Conn }
 
-// chanListener is the net.Listener through which the dispatcher hands
-// HTTP/1.1 connections to net/http's server.
-type chanListener struct {
+// ConnListener is a net.Listener that accepts connections handed to it by
+// Push: the dispatcher's way of passing HTTP/1.1 connections to net/http's
+// server, and a proxy's of serving connections it terminates itself.
+type ConnListener struct {
 	addr  net.Addr
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
 }
 
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+// NewConnListener makes a ConnListener whose Addr is addr.
+func NewConnListener(addr net.Addr) *ConnListener {
+	return &ConnListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
-func (l *chanListener) Accept() (net.Conn, error) {
+func (l *ConnListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
@@ -157,8 +161,8 @@ func (l *chanListener) Accept() (net.Conn, error) {
 	}
 }
 
-// push hands c to the HTTP/1.1 server; false if the listener is closed.
-func (l *chanListener) push(c net.Conn) bool {
+// Push hands c to the listener's Accept; false if the listener is closed.
+func (l *ConnListener) Push(c net.Conn) bool {
 	select {
 	case l.conns <- c:
 		return true
@@ -167,9 +171,9 @@ func (l *chanListener) push(c net.Conn) bool {
 	}
 }
 
-func (l *chanListener) Close() error {
+func (l *ConnListener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-func (l *chanListener) Addr() net.Addr { return l.addr }
+func (l *ConnListener) Addr() net.Addr { return l.addr }

@@ -87,7 +87,7 @@ type Server struct {
 	initErr  error
 	tlsConf  *tls.Config
 	h1       *http.Server
-	h1ln     *chanListener
+	h1ln     *ConnListener
 	h1done   chan struct{} // closed when h1's Serve returns
 
 	mu        sync.Mutex
@@ -230,7 +230,7 @@ func (s *Server) init(addr net.Addr) error {
 				s.tlsConf = s.WrapTLS(s.tlsConf)
 			}
 		}
-		s.h1ln = newChanListener(addr)
+		s.h1ln = NewConnListener(addr)
 		s.h1 = &http.Server{
 			Handler:           http.HandlerFunc(s.serveHTTP1),
 			ReadHeaderTimeout: s.HeaderTimeout,
@@ -322,7 +322,7 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 		c.Close()
 		return
 	}
-	pc := newPrefixConn(c, head)
+	pc := NewPrefixConn(c, head)
 	if isH2 {
 		s.serveH2(ctx, c, pc, nil)
 	} else {
@@ -334,7 +334,7 @@ func (s *Server) dispatch(ctx context.Context, c net.Conn) {
 // owns it from then on.
 func (s *Server) toHTTP1(c, hc net.Conn) {
 	untrack(s, s.pending, c)
-	if !s.h1ln.push(hc) {
+	if !s.h1ln.Push(hc) {
 		hc.Close()
 	}
 }
@@ -412,7 +412,7 @@ func (s *Server) serveHTTP1(w http.ResponseWriter, r *http.Request) {
 	// The client may have sent its preface right behind the request.
 	head, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	r.Body = http.NoBody
-	s.serveH2(r.Context(), c, newPrefixConn(c, head), &h2.Upgrade{Request: r, Settings: settings})
+	s.serveH2(r.Context(), c, NewPrefixConn(c, head), &h2.Upgrade{Request: r, Settings: settings})
 }
 
 // Shutdown stops accepting, tells HTTP/2 clients with GOAWAY and lets

@@ -237,7 +237,7 @@ func TestSniff(t *testing.T) {
 				t.Fatalf("sniff = %t, %v; want %t", isH2, err, tc.isH2)
 			}
 			// Whatever was read must be replayed in front of the rest.
-			all, _ := io.ReadAll(newPrefixConn(srv, head))
+			all, _ := io.ReadAll(NewPrefixConn(srv, head))
 			want := strings.Join(tc.chunks, "")
 			if !tc.isH2 {
 				want += "Host: x\r\n"

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -34,11 +35,14 @@ type ChromiumConfig struct {
 	Compute bool   `param:"compute" help:"computations as busy loops in the page's scripts"`
 	Pacing  bool   `param:"pacing" help:"the server paces its TCP sockets, as the replay's pacing"`
 	// Issue 19: Chromium on a multipath network.
-	Via       string `param:"via" enum:"direct,mptcp,proxy" help:"direct (one path: the main route, or path=NAME), mptcp (mptcpize: Chromium's sockets become MPTCP ones, first subflow on the first path; MPTCP listener) or proxy (through shunt proxy, an HTTPS proxy in the client namespace, over every path; the site served as http:// and h2c)"`
+	Via       string `param:"via" enum:"direct,mptcp,proxy,intercept" help:"direct (one path: the main route, or path=NAME), mptcp (mptcpize: Chromium's sockets become MPTCP ones, first subflow on the first path; MPTCP listener), proxy (through shunt proxy, an HTTPS proxy in the client namespace, over every path; the site served as http:// and h2c) or intercept (through shunt proxy in cleartext, which terminates the CONNECT to the https:// site with its own CA, trusted by Chromium by key; TLS and h2 to the origin over every path)"`
 	Path      string `param:"path" help:"via direct: route the server's address over this path for the load (Chromium cannot bind a source address)"`
-	Policy    string `param:"policy" help:"via proxy: the hints preset or rule file that places each request (empty: MP-H2's aggregate mode)"`
+	Policy    string `param:"policy" help:"via proxy or intercept: the hints preset or rule file that places each request (empty: MP-H2's aggregate mode)"`
 	Expensive string `param:"expensive" help:"the paths (NAME[,NAME]) whose bytes cost: the policy's cost 1, and expensive_pct"`
 }
+
+// proxied says whether the loads go through shunt proxy.
+func (c ChromiumConfig) proxied() bool { return c.Via == "proxy" || c.Via == "intercept" }
 
 // DefaultChromiumConfig loads over HTTP/2, directly.
 func DefaultChromiumConfig() ChromiumConfig { return ChromiumConfig{Proto: "h2", Via: "direct"} }
@@ -50,8 +54,10 @@ func (c ChromiumConfig) Validate() error {
 		return experiment.Errorf("params.proto", c.Proto, "via %s loads over h2", c.Via)
 	case c.Path != "" && c.Via != "direct" && c.Via != "":
 		return experiment.Errorf("params.path", c.Path, "a path is for via direct")
-	case c.Policy != "" && c.Via != "proxy":
-		return experiment.Errorf("params.policy", c.Policy, "a policy is for via proxy")
+	case c.Policy != "" && !c.proxied():
+		return experiment.Errorf("params.policy", c.Policy, "a policy is for via proxy or intercept")
+	case c.Via == "intercept" && c.Policy == "":
+		return experiment.Errorf("params.via", c.Via, "the proxy terminates TLS for a hints policy: set policy")
 	}
 	if c.Policy != "" {
 		if _, err := hints.Load(c.Policy); err != nil {
@@ -99,7 +105,8 @@ type ChromiumSession struct {
 	where string
 	srv   *site.Running   // nil: a server elsewhere
 	env   *experiment.Env // nil: a server elsewhere
-	pol   *hints.Policy   // via proxy
+	pol   *hints.Policy   // via proxy or intercept
+	ca    *proxy.CA       // via intercept: the proxy's, one per session
 	// restoreCC undoes what SetNamespaceCC changed outside the namespace.
 	restoreCC func() error
 }
@@ -121,6 +128,12 @@ func StartChromium(ctx context.Context, env *experiment.Env, c ChromiumConfig) (
 	if c.Policy != "" {
 		var err error
 		if s.pol, err = hints.Load(c.Policy); err != nil {
+			return nil, err
+		}
+	}
+	if c.Via == "intercept" {
+		var err error
+		if s.ca, err = proxy.NewCA(time.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +176,7 @@ func (c ChromiumConfig) checkPaths(paths []experiment.PathInfo) error {
 	names := make([]string, len(paths))
 	for i, p := range paths {
 		names[i] = p.Name
-		if c.Via == "proxy" && p.ServerAddr != paths[0].ServerAddr {
+		if c.proxied() && p.ServerAddr != paths[0].ServerAddr {
 			return experiment.Errorf("params.via", c.Via, "path %s reaches another server (multi-homing is not supported by the page loads)", p.Name)
 		}
 	}
@@ -217,6 +230,8 @@ func (s *ChromiumSession) Info() map[string]string {
 	switch {
 	case s.cfg.Via == "mptcp":
 		client += " under mptcpize (kernel MPTCP)"
+	case s.cfg.Via == "intercept":
+		client += " through shunt proxy (cleartext HTTP proxy terminating CONNECT with its own CA, trusted by SPKI; TLS and h2 to the origin) with hints policy " + s.pol.Name
 	case s.cfg.Via == "proxy" && s.pol != nil:
 		client += " through shunt proxy (HTTPS proxy, h2c to the origin) with hints policy " + s.pol.Name
 	case s.cfg.Via == "proxy":
@@ -267,12 +282,15 @@ func (s *ChromiumSession) Run(ctx context.Context, r *experiment.Run) (experimen
 	switch s.cfg.Via {
 	case "mptcp":
 		cfg.Wrap = []string{"mptcpize", "run"}
-	case "proxy":
+	case "proxy", "intercept":
 		if s.env == nil {
 			return experiment.Result{}, errors.New("via proxy needs the session's network (not a server elsewhere)")
 		}
-		url = "http://" + s.addr + st.Root
-		pc := proxy.Config{Policy: s.pol, TLS: true}
+		pc := proxy.Config{Policy: s.pol, TLS: s.ca == nil}
+		if s.ca != nil {
+			// The origin's certificate is the experiment's own server's.
+			pc.Intercept, pc.Insecure = &proxy.Intercept{CA: s.ca, Hosts: []string{s.addr}}, true
+		}
 		if s.pol != nil {
 			pc.Cost = s.costs()
 			pc.Placed = cls.placer(st)
@@ -282,8 +300,19 @@ func (s *ChromiumSession) Run(ctx context.Context, r *experiment.Run) (experimen
 			return experiment.Result{}, err
 		}
 		defer stop()
+		cfg.Proxy = addr
+		if s.ca != nil {
+			// Chromium trusts the proxy's certificates by their keys and
+			// nothing else; it never sees the origin's.
+			cfg.Cert = nil
+			if cfg.TrustSPKI, err = s.ca.SPKIHashes(); err != nil {
+				return experiment.Result{}, err
+			}
+			break
+		}
+		url = "http://" + s.addr + st.Root
 		// Chromium sends Sec-Fetch-Dest only to origins it trusts.
-		cfg.Proxy, cfg.ProxyTLS, cfg.SecureOrigins = addr, true, []string{"http://" + s.addr}
+		cfg.ProxyTLS, cfg.SecureOrigins = true, []string{"http://" + s.addr}
 	}
 	if s.cfg.Path != "" {
 		restore, err := s.routeOver(ctx, s.cfg.Path)

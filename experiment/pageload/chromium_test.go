@@ -18,7 +18,9 @@ import (
 // Chromium's headers are the page model's for the document, the style
 // sheet, the parser-blocking script and the image. The model's async
 // script is a plain <script src> in the generated HTML, so Chromium asks
-// for it as a blocking one: the one mismatch.
+// for it as a blocking one: the one mismatch. Both ways: an HTTPS proxy
+// for the http:// site, and a cleartext one that terminates the CONNECT
+// to the https:// site with its own CA, which Chromium trusts by key.
 func TestChromiumThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium")
@@ -31,32 +33,36 @@ func TestChromiumThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := experiment.Object{Name: file}
-	c, err := Chromium.Config(map[string]string{"via": "proxy", "policy": "urgent-fast"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := emulated.LocalEnv(t.TempDir(), obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := StartChromium(context.Background(), env, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := s.Run(ctx, &experiment.Run{Object: obj})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Counts["classified"] != 5 || res.Counts["class_right"] != 4 || res.Counts["urgent_right"] != 4 || res.Info["http"] != "h2" {
-		t.Errorf("counts %v, protocol %q", res.Counts, res.Info["http"])
-	}
-	if w := res.Info["class_wrong"]; !strings.HasSuffix(w, "/async.js=script/async-script") || strings.Contains(w, " ") {
-		t.Errorf("mismatches %q, want the async script's only", w)
-	}
-	if res.Metrics["plt"] <= 0 || res.Metrics["dcl"] <= 0 || res.Metrics["dcl"] > res.Metrics["plt"] {
-		t.Errorf("metrics %v", res.Metrics)
+	for _, via := range []string{"proxy", "intercept"} {
+		t.Run(via, func(t *testing.T) {
+			c, err := Chromium.Config(map[string]string{"via": via, "policy": "urgent-fast"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := emulated.LocalEnv(t.TempDir(), obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := StartChromium(context.Background(), env, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := s.Run(ctx, &experiment.Run{Object: obj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Counts["classified"] != 5 || res.Counts["class_right"] != 4 || res.Counts["urgent_right"] != 4 || res.Info["http"] != "h2" {
+				t.Errorf("via %s: counts %v, protocol %q", via, res.Counts, res.Info["http"])
+			}
+			if w := res.Info["class_wrong"]; !strings.HasSuffix(w, "/async.js=script/async-script") || strings.Contains(w, " ") {
+				t.Errorf("mismatches %q, want the async script's only", w)
+			}
+			if res.Metrics["plt"] <= 0 || res.Metrics["dcl"] <= 0 || res.Metrics["dcl"] > res.Metrics["plt"] {
+				t.Errorf("metrics %v", res.Metrics)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,18 @@ func TestResolverRules(t *testing.T) {
 		if got := resolverRules(tc.url, tc.proxy); got != tc.want {
 			t.Errorf("resolverRules(%q, %q) = %q, want %q", tc.url, tc.proxy, got, tc.want)
 		}
+	}
+}
+
+// Trusted keys replace "any certificate": with TrustSPKI Chromium is not
+// told to ignore certificate errors, and every key is in its list.
+func TestArgsTrustSPKI(t *testing.T) {
+	args, err := Config{Proto: "h2"}.Args("/p")
+	if err != nil || !slices.Contains(args, "--ignore-certificate-errors") {
+		t.Fatalf("no keys: %q, %v: want --ignore-certificate-errors", args, err)
+	}
+	args, err = Config{Proto: "h2", TrustSPKI: []string{"a=", "b="}}.Args("/p")
+	if err != nil || slices.Contains(args, "--ignore-certificate-errors") || !slices.Contains(args, "--ignore-certificate-errors-spki-list=a=,b=") {
+		t.Fatalf("keys: %q, %v: want only the keys trusted", args, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +36,11 @@ type Config struct {
 	// Cert is the server's certificate, trusted by its public key: QUIC
 	// does not honour --ignore-certificate-errors alone.
 	Cert *x509.Certificate
+	// TrustSPKI are base64 SHA-256 hashes of public keys (a proxy CA's and
+	// its leaves', proxy.CA.SPKIHashes) that Chromium accepts; with any,
+	// --ignore-certificate-errors is left out, so a certificate with
+	// another key fails.
+	TrustSPKI []string
 	// Command makes the process (in a namespace, say); nil is exec.CommandContext.
 	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
 	// Stderr gets Chromium's own log; nil discards it.
@@ -141,9 +147,12 @@ func (cfg Config) Args(profile string) ([]string, error) {
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
-		"--user-data-dir=" + profile, "--remote-debugging-pipe", "--ignore-certificate-errors",
+		"--user-data-dir=" + profile, "--remote-debugging-pipe",
 		// A video player plays without a click; pages without media are unaffected.
 		"--autoplay-policy=no-user-gesture-required"}
+	if len(cfg.TrustSPKI) == 0 {
+		args = append(args, "--ignore-certificate-errors")
+	}
 	if cfg.Proxy != "" {
 		scheme := "http://"
 		if cfg.ProxyTLS {
@@ -167,9 +176,13 @@ func (cfg Config) Args(profile string) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("chromium: proto %q: want h1, h2 or h3", cfg.Proto)
 	}
+	spkis := cfg.TrustSPKI
 	if cfg.Cert != nil {
 		spki := sha256.Sum256(cfg.Cert.RawSubjectPublicKeyInfo)
-		args = append(args, "--ignore-certificate-errors-spki-list="+base64.StdEncoding.EncodeToString(spki[:]))
+		spkis = append(slices.Clip(spkis), base64.StdEncoding.EncodeToString(spki[:]))
+	}
+	if len(spkis) > 0 {
+		args = append(args, "--ignore-certificate-errors-spki-list="+strings.Join(spkis, ","))
 	}
 	return append(args, "about:blank"), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/hints"
@@ -18,7 +19,7 @@ import (
 
 var proxyCmd = &Command{
 	Name:  "proxy",
-	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D] [--policy NAME|FILE [--expensive NAME]...] [--tls]",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D] [--policy NAME|FILE [--expensive NAME]...] [--tls | --intercept [--intercept-host HOST[:PORT]]... [--ca-cert FILE --ca-key FILE]]",
 	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
 }
 
@@ -59,6 +60,14 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		return nil
 	})
 	fs.BoolVar(&cfg.TLS, "tls", false, "serve the proxy over TLS, self-signed (an HTTPS proxy: browsers then speak HTTP/2 to it, with RFC 9218 Priority)")
+	intercept := fs.Bool("intercept", false, "with --policy: terminate CONNECT tunnels (https origins) with certificates of a local CA, so browsers speak HTTP/2 with Sec-Fetch-Dest and Priority to the proxy and each request is placed by its class")
+	var hosts []string
+	fs.Func("intercept-host", "with --intercept: terminate only CONNECTs to `HOST[:PORT]` (repeatable; default every one); others stay tunnels", func(v string) error {
+		hosts = append(hosts, v)
+		return nil
+	})
+	caCert := fs.String("ca-cert", "", "with --intercept: the CA's certificate, PEM `FILE` (default: a CA generated at start, its key's SPKI hash printed)")
+	caKey := fs.String("ca-key", "", "with --ca-cert: the CA's private key, PEM `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -73,6 +82,9 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		return cfg, fmt.Errorf("--mode: %w", err)
 	}
 	if err := policyFlags(&cfg, *policy, expensive); err != nil {
+		return cfg, err
+	}
+	if err := interceptFlags(&cfg, *intercept, hosts, *caCert, *caKey); err != nil {
 		return cfg, err
 	}
 	if *splitMin != "" {
@@ -108,6 +120,30 @@ func policyFlags(cfg *proxy.Config, policy string, expensive []string) error {
 	return nil
 }
 
+// interceptFlags loads or generates the CA of --intercept.
+func interceptFlags(cfg *proxy.Config, intercept bool, hosts []string, certFile, keyFile string) error {
+	switch {
+	case !intercept && (len(hosts) > 0 || certFile != "" || keyFile != ""):
+		return errors.New("--intercept-host, --ca-cert, --ca-key: only with --intercept")
+	case !intercept:
+		return nil
+	case (certFile == "") != (keyFile == ""):
+		return errors.New("--ca-cert and --ca-key go together")
+	}
+	var ca *proxy.CA
+	var err error
+	if certFile != "" {
+		ca, err = proxy.LoadCA(certFile, keyFile)
+	} else {
+		ca, err = proxy.NewCA(time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	cfg.Intercept = &proxy.Intercept{CA: ca, Hosts: hosts}
+	return nil
+}
+
 // runProxy prints "listening on http://HOST:PORT" as its first line on
 // stdout once the socket accepts, then serves until ctx is done.
 func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -126,6 +162,15 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, r.Addr)
 	for i, p := range cfg.Paths {
 		fmt.Fprintf(stderr, "path %s: %s\n", p.Label(i), proxy.FormatPath(p))
+	}
+	if ic := cfg.Intercept; ic != nil {
+		spki, err := ic.CA.SPKIHashes()
+		if err != nil {
+			return err
+		}
+		// What a browser needs to trust the proxy's certificates, e.g.
+		// Chromium's --ignore-certificate-errors-spki-list.
+		fmt.Fprintf(stderr, "intercepting CONNECT with CA %q; SPKI SHA-256 (base64) of the CA and the leaves: %s\n", ic.CA.Certificate().Subject.CommonName, strings.Join(spki, ","))
 	}
 	return r.Wait()
 }

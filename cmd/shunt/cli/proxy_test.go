@@ -29,6 +29,11 @@ func TestProxyArgs(t *testing.T) {
 		{[]string{"--path", "a=lo", "--policy", "nosuch"}, "--policy: no policy preset"},
 		{[]string{"--path", "a=lo", "--expensive", "a"}, "only to a --policy"},
 		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--expensive", "b"}, `--expensive "b"`},
+		{[]string{"--path", "a=lo", "--intercept-host", "x"}, "only with --intercept"},
+		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--ca-cert", "ca.pem"}, "go together"},
+		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--ca-cert", "/nonexistent", "--ca-key", "/nonexistent"}, "proxy CA"},
+		{[]string{"--path", "a=lo", "--intercept"}, "set one"},
+		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--tls"}, "cleartext"},
 	} {
 		if _, err := parseProxyArgs(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want error %q", tc.args, err, tc.err)
@@ -41,6 +46,10 @@ func TestProxyArgs(t *testing.T) {
 	}
 	cfg, err = parseProxyArgs([]string{"--path", "cheap=127.0.0.1", "--path", "exp=127.0.0.2", "--policy", "urgent-fast", "--expensive", "exp", "--tls"}, io.Discard)
 	if err != nil || cfg.Policy == nil || cfg.Policy.Name != "urgent-fast" || !slices.Equal(cfg.Cost, []float64{0, 1}) || !cfg.TLS {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	cfg, err = parseProxyArgs([]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--intercept-host", "10.0.0.1:443"}, io.Discard)
+	if err != nil || cfg.Intercept == nil || cfg.Intercept.CA == nil || !slices.Equal(cfg.Intercept.Hosts, []string{"10.0.0.1:443"}) {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 }
