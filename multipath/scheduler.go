@@ -1216,7 +1216,7 @@ func (s *Scheduler) steal(now time.Time, i, j PathID, bwI float64, finI, finJ ti
 	room := min(x.end-keep, s.room(i))
 	n := int64(math.Min(d, float64(room)))
 	if n < s.cfg.MinChunk && idle && x.end-x.pos <= room &&
-		startI.Add(time.Duration(float64(x.end-x.pos)/bwI*1e9)+s.cfg.Delta).Before(finJ) {
+		startI.Add(bytesTime(x.end-x.pos, bwI)+s.cfg.Delta).Before(finJ) {
 		// Less than a chunk is left to share, but j is so slow that i
 		// fetching all of it afresh ends more than δ sooner: j's stream is
 		// cancelled (on a path at 0.4 Mbit/s a 16 KB chunk is 0.3 s).
@@ -1276,7 +1276,7 @@ func (s *Scheduler) finish(now time.Time, p PathID) (t, want time.Time, ok bool)
 func (s *Scheduler) finishAt(now time.Time, p PathID, bw float64, bwOK bool) (t, want time.Time, ok bool) {
 	t, want = now, now
 	rtt := s.baseRTT(p)
-	at := func(from time.Time, n int64) time.Time { return from.Add(time.Duration(float64(n) / bw * 1e9)) }
+	at := func(from time.Time, n int64) time.Time { return from.Add(bytesTime(n, bw)) }
 	for _, st := range s.live {
 		if st.path != p {
 			continue
