@@ -11,11 +11,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/shunt-net/shunt/server"
 )
 
 // Intercept is which CONNECT tunnels shunt proxy terminates itself (issue
@@ -168,18 +169,9 @@ func (ca *CA) leaf(host string, now time.Time) (*tls.Certificate, error) {
 	return c, nil
 }
 
-// sign makes tmpl's certificate, signed by parent (nil: itself), with a
-// random serial number.
+// sign is server.SignCertificate with the CA's errors.
 func sign(tmpl, parent *x509.Certificate, pub, signer any) ([]byte, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("proxy CA: %w", err)
-	}
-	tmpl.SerialNumber = serial
-	if parent == nil {
-		parent = tmpl
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	der, err := server.SignCertificate(tmpl, parent, pub, signer)
 	if err != nil {
 		return nil, fmt.Errorf("proxy CA: %w", err)
 	}

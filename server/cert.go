@@ -23,12 +23,7 @@ func SelfSignedCert(now time.Time, hosts ...string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("self-signed cert: %w", err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("self-signed cert: %w", err)
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
 		Subject:               pkix.Name{Organization: []string{"shunt"}, CommonName: "shunt self-signed"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(365 * 24 * time.Hour),
@@ -48,7 +43,7 @@ func SelfSignedCert(now time.Time, hosts ...string) (tls.Certificate, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := SignCertificate(tmpl, nil, &key.PublicKey, key)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("self-signed cert: %w", err)
 	}
@@ -57,4 +52,19 @@ func SelfSignedCert(now time.Time, hosts ...string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("self-signed cert: %w", err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// SignCertificate makes tmpl's certificate for the public key pub, signed
+// by signer as parent (nil: tmpl itself, self-signed), with a random
+// 127-bit serial number set in tmpl.
+func SignCertificate(tmpl, parent *x509.Certificate, pub, signer any) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	if parent == nil {
+		parent = tmpl
+	}
+	return x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
 }
