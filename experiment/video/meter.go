@@ -24,6 +24,16 @@ const (
 	MeterTick     = 100 * time.Millisecond
 )
 
+// The Counts key of the ticks the timeline lacks (the playback's length
+// over MeterTick, minus the ticks read) and the Info key of the longest time
+// between two readings of the timeline (seconds): a gap of several ticks
+// means the process did not run for that long, and the timeline's bytes
+// after it belong to the whole gap.
+const (
+	TicksMissedCount = "meter_ticks_missed"
+	LongestGapInfo   = "meter_longest_gap_s"
+)
+
 // pathMeter reads each path's received bytes after every media segment and
 // every tick, relative to what the warm-up left.
 type pathMeter struct {
@@ -35,6 +45,8 @@ type pathMeter struct {
 	base   map[string]int64
 	segs   []map[string]int64 // so far, at each media segment's end
 	ticks  []map[string]int64 // so far, at each tick
+	tickAt []time.Duration    // when each tick was read, since start
+	ran    time.Duration      // start to stop
 	err    error              // the first failed read
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -67,6 +79,7 @@ func startMeter(conns *origin.PathConns, paths []experiment.PathInfo, m *dash.Ma
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pm.cancel, pm.done = cancel, make(chan struct{})
+	start := time.Now()
 	go func() {
 		defer close(pm.done)
 		t := time.NewTicker(MeterTick)
@@ -74,9 +87,15 @@ func startMeter(conns *origin.PathConns, paths []experiment.PathInfo, m *dash.Ma
 		for {
 			select {
 			case <-ctx.Done():
+				pm.mu.Lock()
+				pm.ran = time.Since(start)
+				pm.mu.Unlock()
 				return
 			case <-t.C:
 				pm.mark(&pm.ticks)
+				pm.mu.Lock()
+				pm.tickAt = append(pm.tickAt, time.Since(start))
+				pm.mu.Unlock()
 			}
 		}
 	}()
@@ -90,6 +109,25 @@ func (pm *pathMeter) stop() error {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	return pm.err
+}
+
+// tickGaps is how many ticks of period tick a timeline read at the times at
+// (since its start) lacks over ran, and the longest time between two
+// readings (the start and the end included).
+func tickGaps(at []time.Duration, ran, tick time.Duration) (missed int, longest time.Duration) {
+	prev := time.Duration(0)
+	for _, t := range append(at, ran) {
+		longest = max(longest, t-prev)
+		prev = t
+	}
+	return max(int(ran/tick)-len(at), 0), longest
+}
+
+// gaps is tickGaps of the meter's timeline, once stopped.
+func (pm *pathMeter) gaps() (missed int, longest time.Duration) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	return tickGaps(pm.tickAt, pm.ran, MeterTick)
 }
 
 // mark appends a reading to *to.

@@ -3,6 +3,7 @@ package video
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/dash"
 )
@@ -50,5 +51,34 @@ func TestPathMeter(t *testing.T) {
 	pm.mark(&pm.ticks)
 	if pm.err == nil || len(pm.ticks) != 1 {
 		t.Errorf("a failed read: err %v, %d ticks", pm.err, len(pm.ticks))
+	}
+}
+
+// A timeline read on time lacks no tick; one that went unread for 0.95 s
+// lacks the 9 ticks of that gap, and its longest gap says how long it was.
+func TestTickGaps(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	var onTime, stalled []time.Duration
+	for i := 1; i <= 30; i++ {
+		onTime = append(onTime, time.Duration(i)*tick+time.Millisecond)
+		if i <= 10 || i >= 20 {
+			stalled = append(stalled, time.Duration(i)*tick+time.Millisecond)
+		}
+	}
+	stalled[10] = 1950 * time.Millisecond // the tick after the gap, late
+	for _, c := range []struct {
+		name    string
+		at      []time.Duration
+		missed  int
+		longest time.Duration
+	}{
+		{"on time", onTime, 0, 101 * time.Millisecond},
+		{"stalled", stalled, 9, 949 * time.Millisecond},
+		{"none", nil, 30, 3050 * time.Millisecond},
+	} {
+		missed, longest := tickGaps(c.at, 3050*time.Millisecond, tick)
+		if missed != c.missed || longest != c.longest {
+			t.Errorf("%s: %d missed, longest %v; want %d, %v", c.name, missed, longest, c.missed, c.longest)
+		}
 	}
 }

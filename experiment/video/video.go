@@ -304,6 +304,9 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	maps.Copy(out.Info, restarted)
 	if meter != nil {
 		maps.Copy(out.Info, meter.info())
+		missed, longest := meter.gaps()
+		out.Counts[TicksMissedCount] = float64(missed)
+		out.Info[LongestGapInfo] = strconv.FormatFloat(longest.Seconds(), 'f', 2, 64)
 	}
 	return out, nil
 }
