@@ -165,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	terminated := make(chan struct{})
 	if cfg.Intercept != nil {
+		p.Preconnect = hinted.preconnect
 		p.Terminated = server.NewConnListener(ln.Addr())
 		tsrv := &server.Server{Handler: http.HandlerFunc(p.serveIntercepted), TLS: true, ErrorLog: cfg.ErrorLog,
 			TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cfg.Intercept.CA.getCertificate}}

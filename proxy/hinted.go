@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/mph2"
 )
@@ -27,15 +28,22 @@ func (t *hintedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
 		return t.next.RoundTrip(req)
 	}
-	h, err := t.origin(req.URL.Scheme + "://" + req.URL.Host)
+	h, err := t.origin(req.URL.Scheme, req.URL.Host)
 	if err != nil {
 		return nil, err
 	}
 	return h.RoundTrip(req)
 }
 
-// origin is the Hinted of one origin, started on first use.
-func (t *hintedTransport) origin(base string) (*mph2.Hinted, error) {
+// preconnect starts the origin's Hinted, whose paths dial in the
+// background, before its first request; an error comes back with that
+// request.
+func (t *hintedTransport) preconnect(scheme, host string) { t.origin(scheme, host) }
+
+// origin is the Hinted of one origin (host with or without its default
+// port: one Hinted), started on first use.
+func (t *hintedTransport) origin(scheme, host string) (*mph2.Hinted, error) {
+	base := scheme + "://" + h2.HostPort(host, scheme)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h, ok := t.origins[base]; ok {

@@ -219,3 +219,29 @@ func TestProxyPolicyPathDies(t *testing.T) {
 		t.Errorf("stats %+v: want both responses asked again, on exp", s)
 	}
 }
+
+// An origin named with and without its default port is one Hinted (a
+// CONNECT names HOST:443, a browser's :authority may leave the port out);
+// another scheme is another origin.
+func TestHintedOriginDefaultPort(t *testing.T) {
+	pol, err := hints.Parse("test.rules", "* -> path=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, fmt.Errorf("no dials here")
+	}
+	tr := &hintedTransport{policy: pol, newClient: func() *mph2.Client { return &mph2.Client{Paths: []mph2.Path{{Name: "a", Dial: refuse}}} }}
+	defer tr.closeAll()
+	var got []*mph2.Hinted
+	for _, o := range [][2]string{{"https", "origin.test"}, {"https", "origin.test:443"}, {"http", "origin.test:443"}} {
+		h, err := tr.origin(o[0], o[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h)
+	}
+	if got[0] != got[1] || got[1] == got[2] {
+		t.Errorf("https://origin.test, https://origin.test:443, http://origin.test:443: same Hinted %v, %v; want true, false", got[0] == got[1], got[1] == got[2])
+	}
+}

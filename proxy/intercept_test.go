@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,6 +30,20 @@ func interceptClient(addr string, roots *x509.CertPool, h2 bool) *http.Client {
 	}}
 }
 
+// interceptSetup serves a TLS origin and makes a CA and a policy putting
+// urgent requests on path exp, the rest on cheap.
+func interceptSetup(t *testing.T) (tlsOrigin string, ca *CA, pol *hints.Policy) {
+	t.Helper()
+	ca, err := NewCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol, err = hints.Parse("test.rules", "urgent -> path=exp\n* -> path=cheap"); err != nil {
+		t.Fatal(err)
+	}
+	return origin(t, true), ca, pol
+}
+
 // An intercepting proxy terminates the client's TLS with a certificate of
 // its CA: a client that trusts the CA gets HTTP/2 (or HTTP/1.1 if it
 // offers only that) and every body byte for byte, each GET placed by the
@@ -36,15 +51,7 @@ func interceptClient(addr string, roots *x509.CertPool, h2 bool) *http.Client {
 // CA fails the handshake; a CONNECT to a host not covered stays a tunnel
 // to the origin's own certificate.
 func TestProxyIntercept(t *testing.T) {
-	tlsOrigin := origin(t, true)
-	ca, err := NewCA(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := hints.Parse("test.rules", "urgent -> path=exp\n* -> path=cheap")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tlsOrigin, ca, pol := interceptSetup(t)
 	var got placements
 	start := func(ic *Intercept) string {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -85,7 +92,7 @@ func TestProxyIntercept(t *testing.T) {
 	}
 
 	// A client that does not trust the CA.
-	_, err = interceptClient(px, x509.NewCertPool(), true).Get("https://" + tlsOrigin + "/gen/10")
+	_, err := interceptClient(px, x509.NewCertPool(), true).Get("https://" + tlsOrigin + "/gen/10")
 	if ua := (x509.UnknownAuthorityError{}); !errors.As(err, &ua) {
 		t.Errorf("untrusted client: %v, want an unknown authority", err)
 	}
@@ -136,5 +143,57 @@ func TestLoadCA(t *testing.T) {
 	}
 	if _, err := LoadCA(write("leaf.pem", "CERTIFICATE", leaf.Certificate[0]), write("leaf.key", "PRIVATE KEY", leafKey)); err == nil || !strings.Contains(err.Error(), "not a CA") {
 		t.Errorf("LoadCA of a leaf: %v, want not a CA", err)
+	}
+}
+
+// The origin's connections are dialed when the CONNECT arrives, before the
+// client's TLS handshake and first request (with them the first request
+// waited for a TCP and a TLS handshake per path), and serve the requests of
+// later CONNECTs to the same origin too.
+func TestProxyInterceptPreconnects(t *testing.T) {
+	tlsOrigin, ca, pol := interceptSetup(t)
+	dials := make(chan string, 16)
+	var paths []mph2.Path
+	for _, name := range []string{"cheap", "exp"} {
+		paths = append(paths, mph2.Path{Name: name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials <- name
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: paths, Policy: pol, Cost: []float64{0, 1},
+		Insecure: true, Intercept: &Intercept{CA: ca}, ErrorLog: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); r.Wait() })
+
+	conn, err := net.Dial("tcp", r.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", tlsOrigin, tlsOrigin)
+	res, err := http.ReadResponse(bufioReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %v %v", res, err)
+	}
+	seen := map[string]bool{}
+	timeout := time.After(5 * time.Second)
+	for len(seen) < len(paths) {
+		select {
+		case name := <-dials:
+			seen[name] = true
+		case <-timeout:
+			t.Fatalf("paths dialed after the CONNECT, before any request: %v; want every path", seen)
+		}
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	getGen(t, interceptClient(r.Addr, roots, true), "https://"+tlsOrigin+"/gen/5000", "Sec-Fetch-Dest", "document")
+	if n := len(dials); n > 0 {
+		t.Errorf("%d more dials for a later CONNECT's request; want the connections dialed at the first", n)
 	}
 }

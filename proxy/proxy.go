@@ -47,6 +47,11 @@ type Proxy struct {
 	// certificates whose handler is the proxy's (Start sets both).
 	Intercept  *Intercept
 	Terminated *server.ConnListener
+	// Preconnect, if set, is told the origin (scheme https, HOST:PORT) of
+	// each CONNECT the proxy terminates, as it arrives, so the origin's
+	// connections can be dialed while the application's TLS handshake with
+	// the proxy runs rather than after its first request.
+	Preconnect func(scheme, host string)
 }
 
 // hopHeaders are the connection's own, never forwarded (RFC 9110 7.6.1).
@@ -188,6 +193,9 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	terminate := p.Intercept != nil && p.Intercept.covers(addr)
+	if terminate && p.Preconnect != nil {
+		p.Preconnect("https", addr)
+	}
 	var oc net.Conn
 	if !terminate {
 		var err error
