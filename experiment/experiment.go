@@ -70,6 +70,16 @@ type LinkSetter interface {
 	SetLink(path, dir string, l LinkSpec) error
 }
 
+// DeliveryWatcher is implemented by networks that can say when packets
+// reached the far end of a link: the same reading for every client, whatever
+// it reports itself.
+type DeliveryWatcher interface {
+	// WatchDeliveries records the time each packet of at least minBytes is
+	// delivered by direction dir ("up" or "down") of the named path, from
+	// now until stop, which returns the times in order.
+	WatchDeliveries(path, dir string, minBytes int) (stop func() []time.Time, err error)
+}
+
 // NetworkFactory checks and builds the networks of conditions.
 type NetworkFactory interface {
 	// Check validates a condition's link texts without building anything.

@@ -64,6 +64,10 @@ type Options struct {
 	MaxConnections int
 	// Args are more arguments for shunt serve (--smig, --debug-addr).
 	Args []string
+	// AccessLog makes nginx log every request to Peer.AccessLog (format
+	// AccessFormat); the other servers refuse it. Off by default, as the
+	// h2load comparisons want the servers without log writers.
+	AccessLog bool
 }
 
 // Peer is a running server.
@@ -75,6 +79,8 @@ type Peer struct {
 	// CertFile is the self-signed certificate when Scheme is https, so
 	// clients that verify can trust it.
 	CertFile string
+	// AccessLog is the file of Options.AccessLog ("" without it).
+	AccessLog string
 
 	keyFile  string
 	cmd      *exec.Cmd
@@ -164,6 +170,9 @@ func Start(ctx context.Context, name string, o Options) (*Peer, error) {
 		build = shuntArgs
 	default:
 		return nil, fmt.Errorf("peers: unknown server %q (want %s, %s, %s or %s)", name, Nginx, H2O, Nghttpd, Shunt)
+	}
+	if o.AccessLog && name != Nginx {
+		return nil, fmt.Errorf("peers: an access log is nginx's only, not %s's", name)
 	}
 	bin := o.Binary
 	if bin == "" {

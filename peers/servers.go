@@ -24,6 +24,11 @@ func nginxArgs(bin string, p *Peer, o *Options, host, port string) ([]string, er
 		// listener it means h2c with prior knowledge only.
 		listen += " http2;"
 	}
+	accessLog := "access_log off;"
+	if o.AccessLog {
+		p.AccessLog = filepath.Join(d, "access.log")
+		accessLog = "log_format shunt '" + AccessFormat + "';\n    access_log " + p.AccessLog + " shunt;"
+	}
 	user := ""
 	if os.Geteuid() == 0 {
 		// Workers would otherwise run as nobody and could not read a root
@@ -39,7 +44,7 @@ pid %s;
 error_log stderr warn;
 events { worker_connections %d; }
 http {
-    access_log off;
+    %s
     default_type application/octet-stream;
     sendfile on;
     tcp_nopush on;
@@ -57,7 +62,7 @@ http {
     }
 }
 `, user, o.Workers, 2*cmp.Or(o.MaxConnections, 4096)+100, filepath.Join(d, "nginx.pid"), cmp.Or(o.MaxConnections, 4096),
-		filepath.Join(d, "client_body"), filepath.Join(d, "proxy"), filepath.Join(d, "fastcgi"),
+		accessLog, filepath.Join(d, "client_body"), filepath.Join(d, "proxy"), filepath.Join(d, "fastcgi"),
 		filepath.Join(d, "uwsgi"), filepath.Join(d, "scgi"), listen, o.Root)
 	confFile := filepath.Join(d, "nginx.conf")
 	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {

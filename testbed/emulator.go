@@ -67,6 +67,21 @@ type direction struct {
 	until    int64
 
 	nRead, written, writtenBytes, writeErrors atomic.Uint64
+	watch                                     atomic.Pointer[deliveryWatch]
+}
+
+// deliveryWatch records when packets of at least min bytes were written to
+// the receiving side: when the far end got them, to the emulator's clock.
+type deliveryWatch struct {
+	min   int
+	mu    sync.Mutex
+	times []int64 // monoNow
+}
+
+func (w *deliveryWatch) add(now int64) {
+	w.mu.Lock()
+	w.times = append(w.times, now)
+	w.mu.Unlock()
 }
 
 // DirStats counts the packets of one direction at the TUN devices: read from
@@ -184,6 +199,9 @@ func (d *direction) send(e *emulator) error {
 				} else {
 					d.written.Add(1)
 					d.writtenBytes.Add(uint64(len(p.Data)))
+					if w := d.watch.Load(); w != nil && len(p.Data) >= w.min {
+						w.add(now)
+					}
 				}
 				recycle(p)
 				out[i] = nil

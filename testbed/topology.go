@@ -496,6 +496,31 @@ func (n *Net) Stats(path string, dir Direction) (DirStats, error) {
 	return d.statsNow(), nil
 }
 
+// WatchDeliveries records the time each packet of at least minBytes is
+// delivered by one direction of a path (written to the receiving side's
+// device) from now until stop, which returns the times in order. One watch
+// per direction at a time.
+func (n *Net) WatchDeliveries(path string, dir Direction, minBytes int) (stop func() []time.Time, err error) {
+	d, ok := n.dirs[path+" "+dir.String()]
+	if !ok {
+		return nil, fmt.Errorf("watch: no path direction %q", path+" "+dir.String())
+	}
+	w := &deliveryWatch{min: minBytes}
+	if !d.watch.CompareAndSwap(nil, w) {
+		return nil, fmt.Errorf("watch: path direction %q is watched already", path+" "+dir.String())
+	}
+	return func() []time.Time {
+		d.watch.CompareAndSwap(w, nil)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		out := make([]time.Time, len(w.times))
+		for i, t := range w.times {
+			out[i] = epoch.Add(time.Duration(t))
+		}
+		return out
+	}, nil
+}
+
 // EmulatorCPU is the CPU time used so far by the emulator's threads.
 func (n *Net) EmulatorCPU() time.Duration { return n.emu.cpu.total() }
 

@@ -276,3 +276,65 @@ func TestBadPathName(t *testing.T) {
 		t.Errorf("error %v, want one about the duplicate name", err)
 	}
 }
+
+func TestWatchDeliveries(t *testing.T) {
+	n := newNet(t, func(ctx context.Context) (*Net, error) { return NewSingle(ctx, PathSpec{Name: "lte"}, Options{}) })
+	p := n.Paths[0]
+	l, err := p.Server.Listen("tcp", netip.AddrPortFrom(p.ServerAddr, 0).String(), SockOpts{CC: "cubic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const size = 100_000
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Write(make([]byte, size))
+		c.Close()
+	}()
+	stop, err := n.WatchDeliveries("lte", Down, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.WatchDeliveries("lte", Down, 1); err == nil {
+		t.Error("a second watch of the same direction: no error")
+	}
+	stopUp, err := n.WatchDeliveries("lte", Up, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := n.Client.DialContext(ctx, "tcp", l.Addr().String(), SockOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.Copy(io.Discard, c)
+	c.Close()
+	after := time.Now()
+	if err != nil || got != size {
+		t.Fatalf("read %d bytes (%v), want %d", got, err, size)
+	}
+	times := stop()
+	// At most one packet per 1000 bytes, and most of the data in packets
+	// of at least that size (MTU 1500).
+	if len(times) < size/1500 || len(times) > size/1000 {
+		t.Errorf("%d packets of >= 1000 bytes delivered down for %d bytes", len(times), size)
+	}
+	for i, tm := range times {
+		if tm.Before(before) || tm.After(after) || i > 0 && tm.Before(times[i-1]) {
+			t.Fatalf("delivery %d at %v: outside [%v, %v] or out of order", i, tm, before, after)
+		}
+	}
+	if up := stopUp(); len(up) != 0 {
+		t.Errorf("%d packets of >= 1000 bytes up (ACKs and a request only): want none", len(up))
+	}
+	if again, err := n.WatchDeliveries("lte", Down, 1); err != nil {
+		t.Errorf("watch after stop: %v", err)
+	} else {
+		again()
+	}
+}

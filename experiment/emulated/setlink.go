@@ -2,6 +2,7 @@ package emulated
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/testbed"
@@ -13,18 +14,33 @@ import (
 // lines a step schedule ("drop to 1 Mbit/s at 1050 ms") up with its own
 // download rather than with the condition's first run.
 func (w *network) SetLink(path, dir string, l experiment.LinkSpec) error {
-	var d testbed.Direction
-	switch dir {
-	case "up":
-		d = testbed.Up
-	case "down":
-		d = testbed.Down
-	default:
-		return fmt.Errorf("set link %s: direction %q: want up or down", path, dir)
+	d, err := direction(dir)
+	if err != nil {
+		return fmt.Errorf("set link %s: %w", path, err)
 	}
 	cfg, err := w.f.LinkConfig(l, path+"."+dir)
 	if err != nil {
 		return err
 	}
 	return w.n.SetLink(path, d, cfg)
+}
+
+// WatchDeliveries records when packets of at least minBytes leave one
+// direction of a path's link at its far end (testbed.Net.WatchDeliveries).
+func (w *network) WatchDeliveries(path, dir string, minBytes int) (func() []time.Time, error) {
+	d, err := direction(dir)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", path, err)
+	}
+	return w.n.WatchDeliveries(path, d, minBytes)
+}
+
+func direction(dir string) (testbed.Direction, error) {
+	switch dir {
+	case "up":
+		return testbed.Up, nil
+	case "down":
+		return testbed.Down, nil
+	}
+	return 0, fmt.Errorf("direction %q: want up or down", dir)
 }

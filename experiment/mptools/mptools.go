@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,8 +61,16 @@ import (
 // that far in.
 //
 // Metrics: time, from starting the tool (the process, or mph2's Download)
-// to its end, the file complete. Counts: bytes, and for mph2 per path what
-// mph2.Counts records (bytes, received, budget, switches, ...).
+// to its end, the file complete. With outages, read alike for every tool
+// from the emulated links (packets of at least dataPacket bytes delivered
+// on each other path's downlink; see recovery): outage_first_PATH, from
+// the first outage's start to PATH's first data packet after it, and
+// outage_idle_PATH, the longest time from then to the end with none on
+// PATH. Counts: bytes, and for mph2 per path what mph2.Counts records
+// (bytes, received, budget, switches, ...); from nginx's access log (every
+// URL carries ?rep=N, so a run's requests are its own): server_requests,
+// server_body_bytes (response body bytes nginx wrote for them, into dead
+// paths too) and redone_bytes, server_body_bytes minus the object's size.
 type Config struct {
 	Tool         string           `param:"tool" enum:"mph2,aria2,axel,curl,mptcp" help:"the client"`
 	Server       string           `param:"server" enum:"nginx,h2o,shunt" help:"the server, with TLS"`
@@ -175,7 +185,8 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		return nil, err
 	}
 	var err error
-	s.origin, err = origin.Start(ctx, env.Net.Servers()[0], c.Server, env.Dir, origin.Addr(env.Net, env.Port), true, env.Log, origin.Extras{MPTCP: c.Tool == "mptcp"})
+	s.origin, err = origin.Start(ctx, env.Net.Servers()[0], c.Server, env.Dir, origin.Addr(env.Net, env.Port), true, env.Log,
+		origin.Extras{MPTCP: c.Tool == "mptcp", AccessLog: c.Server == peers.Nginx})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +222,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
-	url := "https://" + s.origin.Addr + origin.ObjectPath(sz.Size)
+	// The tag tells this run's requests in the server's log from those of
+	// the runs before it, which may end after it started.
+	tag := "?rep=" + strconv.Itoa(r.Rep)
+	url := "https://" + s.origin.Addr + origin.ObjectPath(sz.Size) + tag
 	file := filepath.Join(s.env.Dir, "dl", fmt.Sprintf("%s-%d", r.Object.Name, r.Rep))
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return experiment.Result{}, err
@@ -228,6 +242,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 			info[k] = v
 		}
 	}
+	watched, err := s.watch()
+	if err != nil {
+		return experiment.Result{}, err
+	}
 	shift := time.Duration(r.Rep) * s.c.TraceShift
 	cut := s.cutOutages(shift)
 	start := time.Now()
@@ -238,11 +256,13 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		err = s.runTool(ctx, url, file)
 	}
 	elapsed := time.Since(start)
-	if cerr := cut(); err == nil {
+	began, cerr := cut()
+	if err == nil {
 		err = cerr
 	}
+	rec := recoveries(watched, began, start.Add(elapsed))
 	if err != nil {
-		return res, err
+		return res, errors.Join(err, rec.failed())
 	}
 	if err := checkFile(file, sz.Size); err != nil {
 		return res, fmt.Errorf("%s: %w", s.c.Tool, err)
@@ -251,6 +271,22 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		res.Metrics, res.Counts = map[string]float64{}, map[string]float64{"bytes": float64(sz.Size)}
 	}
 	res.Metrics["time"] = elapsed.Seconds()
+	for k, v := range rec {
+		res.Metrics[k] = v
+	}
+	if s.c.Server == peers.Nginx {
+		reqs, err := s.origin.Requests(ctx, tag)
+		if err != nil {
+			return res, fmt.Errorf("the server's log of the run: %w", err)
+		}
+		var body int64
+		for _, a := range reqs {
+			body += a.Body
+		}
+		res.Counts["server_requests"] = float64(len(reqs))
+		res.Counts["server_body_bytes"] = float64(body)
+		res.Counts["redone_bytes"] = float64(body - sz.Size)
+	}
 	if res.Info == nil {
 		res.Info = map[string]string{}
 	}
@@ -264,41 +300,138 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	return res, nil
 }
 
+// dataPacket is the least IP packet counted as data delivered on a path:
+// full segments of a body, not ACKs, PINGs, window updates or headers.
+const dataPacket = 1000
+
+// watch starts recording the data packets each path other than the first
+// outage's delivers downwards, when there are outages; it returns each
+// path's stop.
+func (s *Session) watch() (map[string]func() []time.Time, error) {
+	dw, ok := s.env.Net.(experiment.DeliveryWatcher)
+	if len(s.outages) == 0 || !ok {
+		return nil, nil
+	}
+	stops := map[string]func() []time.Time{}
+	for _, p := range s.env.Net.Paths() {
+		if p.Name == s.outages[0].Path {
+			continue
+		}
+		stop, err := dw.WatchDeliveries(p.Name, "down", dataPacket)
+		if err != nil {
+			for _, st := range stops {
+				st()
+			}
+			return nil, err
+		}
+		stops[p.Name] = stop
+	}
+	return stops, nil
+}
+
+// recovery is how the other paths carried on after an outage began at cut,
+// until the download ended at end, from the times their data packets were
+// delivered: outage_first_PATH from cut to PATH's first after it (absent if
+// none came), outage_idle_PATH the longest stretch of [cut, end] without
+// one (a stretch under way at cut counts from cut).
+type recovery map[string]float64
+
+func recoveries(watched map[string]func() []time.Time, cut, end time.Time) recovery {
+	if watched == nil {
+		return nil
+	}
+	rec := recovery{}
+	for name, stop := range watched {
+		first, idle, ok := afterCut(stop(), cut, end)
+		if cut.IsZero() {
+			continue // the run ended before the outage
+		}
+		if ok {
+			rec["outage_first_"+name] = first.Seconds()
+		}
+		rec["outage_idle_"+name] = idle.Seconds()
+	}
+	return rec
+}
+
+// afterCut reads one path's delivery times (in order) around an outage
+// that began at cut.
+func afterCut(times []time.Time, cut, end time.Time) (first, idle time.Duration, ok bool) {
+	last := cut
+	for _, t := range times {
+		if t.Before(cut) {
+			continue
+		}
+		if t.After(end) {
+			break
+		}
+		if !ok {
+			first, ok = t.Sub(cut), true
+		}
+		idle, last = max(idle, t.Sub(last)), t
+	}
+	return first, max(idle, end.Sub(last)), ok
+}
+
+// failed says, for a run that failed, what the other paths delivered after
+// the outage (a tool that never used them did not recover).
+func (rec recovery) failed() error {
+	if len(rec) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
+		parts = append(parts, fmt.Sprintf("%s %.3f s", k, rec[k]))
+	}
+	return fmt.Errorf("after the outage: %s (no outage_first_PATH: no data packet on PATH)", strings.Join(parts, ", "))
+}
+
 // cutOutages applies the outages on timers from now; the returned function
-// stops them and puts every path back as the condition has it, so the next
-// run starts on working links.
-func (s *Session) cutOutages(shift time.Duration) func() error {
+// stops them, puts every path back as the condition has it, so the next
+// run starts on working links, and says when the first outage began (zero
+// if it did not).
+func (s *Session) cutOutages(shift time.Duration) func() (time.Time, error) {
 	if len(s.outages) == 0 {
-		return func() error { return nil }
+		return func() (time.Time, error) { return time.Time{}, nil }
 	}
 	var mu sync.Mutex
 	var errs []error
 	var timers []*time.Timer
-	set := func(path string, at time.Duration, dead bool) {
+	var began time.Time
+	done := false // a timer that fired as they were stopped must not undo the restore
+	set := func(i int, at time.Duration, dead bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if err := origin.SetPath(s.env, path, shift+at, dead); err != nil {
-			errs = append(errs, fmt.Errorf("outage on %s at %v: %w", path, at, err))
+		if done {
+			return
+		}
+		o := s.outages[i]
+		if i == 0 && dead {
+			began = time.Now()
+		}
+		if err := origin.SetPath(s.env, o.Path, shift+at, dead); err != nil {
+			errs = append(errs, fmt.Errorf("outage on %s at %v: %w", o.Path, at, err))
 		}
 	}
-	for _, o := range s.outages {
-		timers = append(timers, time.AfterFunc(o.Start, func() { set(o.Path, o.Start, true) }))
+	for i, o := range s.outages {
+		timers = append(timers, time.AfterFunc(o.Start, func() { set(i, o.Start, true) }))
 		if o.Len > 0 {
-			timers = append(timers, time.AfterFunc(o.Start+o.Len, func() { set(o.Path, o.Start+o.Len, false) }))
+			timers = append(timers, time.AfterFunc(o.Start+o.Len, func() { set(i, o.Start+o.Len, false) }))
 		}
 	}
-	return func() error {
+	return func() (time.Time, error) {
 		for _, t := range timers {
 			t.Stop()
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		done = true
 		for _, o := range s.outages {
 			if err := origin.SetPath(s.env, o.Path, 0, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		return errors.Join(errs...)
+		return began, errors.Join(errs...)
 	}
 }
 

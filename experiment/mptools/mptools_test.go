@@ -2,10 +2,12 @@ package mptools
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/experiment"
@@ -58,7 +60,13 @@ func TestLocal(t *testing.T) {
 				if res.Counts["bytes"] != 3e6 || res.Metrics["time"] <= 0 {
 					t.Fatalf("result %+v", res)
 				}
-				t.Logf("%v: %.3f s", params, res.Metrics["time"])
+				// nginx's log has the run's requests: one whole body for
+				// curl; never less than the object for any tool.
+				if server == peers.Nginx && (res.Counts["server_body_bytes"] < 3e6 || res.Counts["redone_bytes"] != res.Counts["server_body_bytes"]-3e6 ||
+					params["tool"] == "curl" && (res.Counts["server_requests"] != 1 || res.Counts["redone_bytes"] != 0)) {
+					t.Errorf("server's counts %v", res.Counts)
+				}
+				t.Logf("%v: %.3f s, %v requests, %v bytes redone", params, res.Metrics["time"], res.Counts["server_requests"], res.Counts["redone_bytes"])
 			})
 		}
 	}
@@ -106,3 +114,51 @@ func TestCheckFile(t *testing.T) {
 		}
 	}
 }
+
+// afterCut reads a path's deliveries around an outage at 2 s of a run that
+// ended at 10 s.
+func TestAfterCut(t *testing.T) {
+	t0 := time.Now()
+	at := func(s ...float64) []time.Time {
+		var out []time.Time
+		for _, x := range s {
+			out = append(out, t0.Add(time.Duration(x*float64(time.Second))))
+		}
+		return out
+	}
+	cut, end := t0.Add(2*time.Second), t0.Add(10*time.Second)
+	for _, v := range []struct {
+		name        string
+		times       []time.Time
+		first, idle float64
+		ok          bool
+	}{
+		// Busy throughout (aggregate): the next packet 10 ms after the cut.
+		{"busy", at(1.99, 2.01, 2.02, 9.99), 0.01, 7.97, true},
+		{"steady", at(1.9, 2.05, 2.1, 2.15, 5, 7.5, 9.95), 0.05, 2.85, true},
+		// Unused until a handover 1.2 s after the cut.
+		{"handover", at(3.2, 3.3, 9.9), 1.2, 6.6, true},
+		// Its own pieces until 4 s, then idle until a timeout at 9.5 s.
+		{"timeout", at(1, 2.5, 4, 9.5, 10), 0.5, 5.5, true},
+		// Never: idle from the cut to the end; packets after the end do not count.
+		{"never", at(1, 1.5, 10.5), 0, 8, false},
+	} {
+		first, idle, ok := afterCut(v.times, cut, end)
+		if ok != v.ok || (ok && !near(first.Seconds(), v.first)) || !near(idle.Seconds(), v.idle) {
+			t.Errorf("%s: first %v (%v), idle %v; want %v (%v), %v", v.name, first, ok, idle, v.first, v.ok, v.idle)
+		}
+	}
+	rec := recoveries(map[string]func() []time.Time{"lte": func() []time.Time { return at(3.2, 9.9) }}, cut, end)
+	if len(rec) != 2 || !near(rec["outage_first_lte"], 1.2) || !near(rec["outage_idle_lte"], 6.7) {
+		t.Errorf("recoveries: %v", rec)
+	}
+	stopped := false
+	if rec := recoveries(map[string]func() []time.Time{"lte": func() []time.Time { stopped = true; return nil }}, time.Time{}, end); len(rec) != 0 || !stopped {
+		t.Errorf("no outage before the end: %v (watch stopped: %v), want no metrics", rec, stopped)
+	}
+	if err := (recovery{"outage_idle_lte": 8}).failed(); err == nil || !strings.Contains(err.Error(), "outage_idle_lte 8.000 s") {
+		t.Errorf("failed: %v", err)
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }

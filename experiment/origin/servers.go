@@ -34,6 +34,9 @@ type Server struct {
 	TLS   bool              // https (self-signed) rather than h2c/http
 	Info  map[string]string // server version, congestion control, socket options
 	close func() error
+	host  experiment.Host
+	// accessLog is nginx's log of Extras.AccessLog ("" without one).
+	accessLog string
 }
 
 // Close stops the server and undoes what starting it changed.
@@ -77,11 +80,11 @@ func startPeer(ctx context.Context, h experiment.Host, name, root, addr string, 
 		}
 		prefix = append(slices.Clip(prefix), "mptcpize", "run")
 	}
-	p, err := peers.Start(ctx, name, peers.Options{Root: root, Addr: addr, TLS: useTLS, Prefix: prefix})
+	p, err := peers.Start(ctx, name, peers.Options{Root: root, Addr: addr, TLS: useTLS, Prefix: prefix, AccessLog: x.AccessLog})
 	if err != nil {
 		return nil, errors.Join(err, restore())
 	}
-	return &Server{Addr: p.Addr, TLS: useTLS,
+	return &Server{Addr: p.Addr, TLS: useTLS, host: h, accessLog: p.AccessLog,
 		close: func() error { return errors.Join(p.Stop(), restore()) },
 		Info:  map[string]string{"server": ver, "server_cc": nsCC + " (namespace default)"}}, nil
 }
@@ -96,6 +99,8 @@ type Extras struct {
 	NotSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
 	// KernelSendQueue turns off the HTTP/2 engine's short send queue.
 	KernelSendQueue bool
+	// AccessLog logs nginx's requests, for Requests (nginx only).
+	AccessLog bool
 }
 
 // startShunt runs shunt's server (what `shunt serve` runs) in this process,

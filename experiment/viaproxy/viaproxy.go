@@ -22,6 +22,7 @@ import (
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
 	"github.com/shunt-net/shunt/mph2"
+	"github.com/shunt-net/shunt/multipath"
 	"github.com/shunt-net/shunt/peers"
 	"github.com/shunt-net/shunt/proxy"
 )
@@ -36,8 +37,12 @@ import (
 //
 // estimates=true (the default) keeps the proxy's path estimates across
 // responses, primed by one untimed fetch of the first object at the start,
-// as a proxy that has been running has them; estimates=false splits every
-// response evenly at first (MP-H2 without +BW/L).
+// as a proxy that has been running has them (prime=false leaves that out:
+// the first run is the proxy's first response from the origin);
+// estimates=false splits every response evenly at first (MP-H2 without
+// +BW/L). path_mode is the proxy's mode (aggregate: split; interactive:
+// each response whole on the path expected to finish it first, a path not
+// yet measured probed).
 //
 // Metrics: time (curl's time_total: the whole fetch as the application sees
 // it, TCP handshakes included), first_byte (time_starttransfer). Counts:
@@ -52,12 +57,14 @@ type Config struct {
 	// Estimates keeps the proxy's path estimates across responses (its
 	// default), primed by one untimed fetch of the session's first object
 	// as a proxy that has run a while has them; false splits evenly.
-	Estimates bool `param:"estimates" help:"mode proxy: split by path estimates learned from earlier responses (primed by one untimed fetch), else evenly"`
+	Estimates bool   `param:"estimates" help:"mode proxy: split by path estimates learned from earlier responses (primed by one untimed fetch), else evenly"`
+	Prime     bool   `param:"prime" help:"mode proxy with estimates: one untimed fetch before the runs"`
+	PathMode  string `param:"path_mode" enum:"aggregate,handover,interactive" help:"mode proxy: how the proxy uses the paths"`
 }
 
 // DefaultConfig is curl through the proxy from shunt's server, cubic.
 func DefaultConfig() Config {
-	return Config{Mode: "proxy", Server: "shunt", CC: origin.CC, Estimates: true}
+	return Config{Mode: "proxy", Server: "shunt", CC: origin.CC, Estimates: true, Prime: true, PathMode: "aggregate"}
 }
 
 // Validate checks the options together.
@@ -69,6 +76,12 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.path", c.Path, "mode proxy uses every path")
 	case c.Mode == "direct" && !c.Estimates:
 		return experiment.Errorf("params.estimates", "false", "only for mode proxy")
+	case c.Mode == "direct" && !c.Prime:
+		return experiment.Errorf("params.prime", "false", "only for mode proxy")
+	case c.Mode == "direct" && c.PathMode != "aggregate":
+		return experiment.Errorf("params.path_mode", c.PathMode, "only for mode proxy")
+	case !c.Estimates && !c.Prime:
+		return experiment.Errorf("params.prime", "false", "primes the estimates: only with estimates=true")
 	case c.SplitMin < 0:
 		return experiment.Errorf("params.split_min", strconv.FormatInt(int64(c.SplitMin), 10), "want a positive size")
 	}
@@ -140,7 +153,8 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		s.info["via"] = "direct, source address " + s.source
 		return s, nil
 	}
-	cfg := proxy.Config{SplitMin: int64(c.SplitMin), NoEstimateCache: !c.Estimates}
+	pm, _ := multipath.ParseMode(c.PathMode) // checked by the enum
+	cfg := proxy.Config{SplitMin: int64(c.SplitMin), NoEstimateCache: !c.Estimates, Mode: pm}
 	for _, pi := range paths {
 		cfg.Paths = append(cfg.Paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: c.CC, Source: pi.ClientAddr})
@@ -171,7 +185,10 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		split = strconv.FormatInt(int64(c.SplitMin), 10) + " bytes"
 	}
 	est := "even splits (no estimate cache)"
-	if c.Estimates {
+	if c.Estimates && !c.Prime {
+		est = "path estimates cached across responses, none before the first run"
+	}
+	if c.Estimates && c.Prime {
 		est = "path estimates cached across responses, primed by one untimed fetch"
 		if len(env.Objects) > 0 {
 			sz, err := origin.ParseSizes(env.Objects[0])
@@ -183,7 +200,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 			}
 		}
 	}
-	s.info["via"] = "shunt proxy (mph2.Transport over every path, fresh connections per run, split_min " + split + ", " + est + ", " + c.CC + " per socket)"
+	s.info["via"] = "shunt proxy (mph2.Transport over every path, mode " + c.PathMode + ", fresh connections per run, split_min " + split + ", " + est + ", " + c.CC + " per socket)"
 	return s, nil
 }
 

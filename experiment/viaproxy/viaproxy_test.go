@@ -19,7 +19,8 @@ func TestLocal(t *testing.T) {
 		t.Skipf("skipping: %v (bash scripts/setup installs curl)", err)
 	}
 	obj := experiment.Object{Name: "3MB", Size: "3MB"}
-	for _, params := range []map[string]string{{"mode": "proxy"}, {"mode": "proxy", "estimates": "false"}, {"mode": "direct", "path": "loopback"}} {
+	for _, params := range []map[string]string{{"mode": "proxy"}, {"mode": "proxy", "estimates": "false"},
+		{"mode": "proxy", "path_mode": "interactive", "prime": "false"}, {"mode": "direct", "path": "loopback"}} {
 		c, err := Kind.Config(params)
 		if err != nil {
 			t.Fatal(err)
@@ -59,6 +60,8 @@ func TestConfig(t *testing.T) {
 		{map[string]string{"mode": "proxy", "path": "wifi"}, "params.path"},
 		{map[string]string{"server": "apache"}, "server"},
 		{map[string]string{"mode": "direct", "path": "wifi", "estimates": "false"}, "params.estimates"},
+		{map[string]string{"mode": "direct", "path": "wifi", "path_mode": "interactive"}, "params.path_mode"},
+		{map[string]string{"mode": "proxy", "estimates": "false", "prime": "false"}, "params.prime"},
 	} {
 		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: %v, want an error naming %s", tc.params, err, tc.err)

@@ -1,0 +1,63 @@
+package peers
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseAccessLog(t *testing.T) {
+	got, err := ParseAccessLog([]byte("1764278400.123 7 206 /o/8000000?r=3 500000 500251\n" +
+		"1764278401.500 8 200 /o/8000000?r=3 7500000 7500262\n1764278402.000 9 2"))
+	want := []Access{
+		{End: 1764278400.123, Conn: 7, Status: 206, URI: "/o/8000000?r=3", Body: 500000, Sent: 500251},
+		{End: 1764278401.5, Conn: 8, Status: 200, URI: "/o/8000000?r=3", Body: 7500000, Sent: 7500262},
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v; want %+v (the unfinished last line left out)", got, err, want)
+	}
+	if _, err := ParseAccessLog([]byte("1 2 200 /x 5\n")); err == nil {
+		t.Error("a line of 5 fields: no error")
+	}
+	if _, err := ParseAccessLog([]byte("1 2 200 /x five 6\n")); err == nil {
+		t.Error("a body size that is not a number: no error")
+	}
+}
+
+// nginx logs what it wrote per request, ranges and whole objects alike;
+// the other servers refuse an access log.
+func TestNginxAccessLog(t *testing.T) {
+	requireTools(t, Nginx, H2O, "curl")
+	root := t.TempDir()
+	obj := writeObject(t, root, "obj", 300_000)
+	p := startPeer(t, Nginx, Options{Root: root, TLS: true, AccessLog: true})
+	checkFetch(t, "curl", Curl, Fetch{URL: p.URL("/obj?r=1")}, obj)
+	checkFetch(t, "curl", Curl, Fetch{URL: p.URL("/obj?r=2"), Range: "1000-1999"}, obj)
+	var got []Access
+	// nginx writes a request's line once the request has ended.
+	for deadline := time.Now().Add(5 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if got, err = ReadAccessLog(p.AccessLog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("access log: %+v, want 2 lines", got)
+	}
+	for i, w := range []struct {
+		uri    string
+		status int
+		body   int64
+	}{{"/obj?r=1", 200, 300_000}, {"/obj?r=2", 206, 1000}} {
+		if a := got[i]; a.URI != w.uri || a.Status != w.status || a.Body != w.body || a.Sent <= a.Body || a.End < float64(time.Now().Add(-time.Minute).Unix()) {
+			t.Errorf("line %d: %+v, want %s status %d, %d body bytes, more sent, ended in the last minute", i, a, w.uri, w.status, w.body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if p, err := Start(ctx, H2O, Options{Root: root, AccessLog: true}); err == nil {
+		p.Stop()
+		t.Error("h2o with an access log: no error")
+	}
+}
