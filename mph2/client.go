@@ -103,6 +103,10 @@ type Client struct {
 
 	mu    sync.Mutex
 	conns map[connKey]*pathConn
+	// h2c holds the http servers that answered a path's h2c probe: its
+	// later connections send requests at once, without the probe's round
+	// trip (the proxy's fresh connections per response paid it every time).
+	h2c map[connKey]bool
 	// learned keeps the paths' estimates across downloads when Cache is nil
 	// and the mode picks a path by them (ModeInteractive).
 	learned *estimate.Cache

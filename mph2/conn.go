@@ -42,6 +42,9 @@ type pathConn struct {
 	// tcp the TCP connection under TLS (for TCP_INFO); h2 only.
 	connect time.Duration
 	tcp     net.Conn
+	// trusted: h2c without the probe, the server having answered it on an
+	// earlier connection (Client.h2c).
+	trusted bool
 }
 
 // h1Transport is what a path needs of its HTTP/1.1 transport: an
@@ -119,13 +122,19 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 	k := keyOf(i, u)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if pc := c.conns[k]; pc != nil && !pc.dead() {
-		return pc
+	old := c.conns[k]
+	if old != nil && !old.dead() {
+		return old
+	}
+	if old != nil && old.trusted && old.lastFrame().IsZero() {
+		// Trusted and died without one frame: the server no longer
+		// speaks h2c (say, replaced by an HTTP/1.1 one). Probe again.
+		delete(c.h2c, k)
 	}
 	if c.conns == nil {
 		c.conns = make(map[connKey]*pathConn)
 	}
-	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now()}
+	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now(), trusted: c.h2c[k]}
 	c.conns[k] = pc
 	go func() {
 		defer close(pc.ready)
@@ -215,7 +224,7 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		nc.Close()
 		return err
 	}
-	if u.Scheme == "http" && c.Proto == "" {
+	if u.Scheme == "http" && c.Proto == "" && !pc.trusted {
 		// A server that sent any valid frame speaks HTTP/2 even if the PING
 		// ACK is late: it may queue behind other traffic on a loaded link.
 		pctx, cancel := context.WithTimeout(ctx, c.pathTimeout())
@@ -226,6 +235,12 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
 			return nil
 		}
+		c.mu.Lock()
+		if c.h2c == nil {
+			c.h2c = make(map[connKey]bool)
+		}
+		c.h2c[keyOf(i, u)] = true
+		c.mu.Unlock()
 	}
 	pc.h2 = cc
 	return nil

@@ -2,10 +2,15 @@ package mph2
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/server"
 )
 
 // closeNotingConn reports its Close.
@@ -56,5 +61,56 @@ func TestCloseWhileDialing(t *testing.T) {
 	case <-cc.closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the connection dialed after Close is still open 5 s later")
+	}
+}
+
+// A path's h2c probe (a PING's round trip before the first request) is
+// paid once per server: later connections, as the proxy opens for every
+// response, send their request at once. A server that stops speaking h2c
+// at that address is probed again and served over HTTP/1.1.
+func TestH2CProbeOncePerServer(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	hd, err := content.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &server.Server{Handler: hd}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	const size = 10_000
+	url := fmt.Sprintf("http://%s/gen/%d", addr, size)
+	c := &Client{Paths: []Path{delayPath("far", 0, delay)}}
+	defer c.Close()
+	var first [2]time.Duration
+	for k := range first {
+		res, _ := fetchAll(t, c, url, size, Options{})
+		first[k] = res.Paths[0].FirstData
+		t.Logf("download %d: first byte %v, total %v", k, first[k], res.Total)
+		c.Close() // the next download dials afresh
+	}
+	// Dial, probe and request take three one-way delays; without the probe two.
+	if first[0] < 3*delay || first[1] > first[0]-delay/2 {
+		t.Errorf("first byte %v with the probe, %v on the next connection: want at least %v, then about %v less", first[0], first[1], 3*delay, delay)
+	}
+	cancel()
+	<-done
+	// The same address now serves HTTP/1.1 only.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("skipping the HTTP/1.1 part: %v", err)
+	}
+	h1 := &http.Server{Handler: hd}
+	go h1.Serve(ln)
+	defer h1.Close()
+	res, _ := fetchAll(t, c, url, size, Options{})
+	if p := res.Paths[0]; p.Proto != "http/1.1" {
+		t.Errorf("after the server changed: path %+v, want it served over HTTP/1.1", p)
 	}
 }

@@ -476,7 +476,9 @@ func (d *download) redialed(now time.Time, p int, pc *pathConn) error {
 		return nil
 	}
 	old := d.conns[p]
-	if pc.err == nil && pc.proto != old.proto {
+	// A connection trusted to speak h2c that never received a frame did
+	// not: the path takes what the probe found now.
+	if pc.err == nil && pc.proto != old.proto && !(old.trusted && old.lastFrame().IsZero()) {
 		// An h2c probe unanswered by a server still starting: not the
 		// server the path had, and not to be kept for the next download.
 		d.c.forget(p, d.u, pc)
