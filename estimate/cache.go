@@ -57,13 +57,19 @@ func (c *Cache) Put(key string, now time.Time, p Path) {
 // Get returns the estimate stored for key, and false if there is none or it
 // has expired at now.
 func (c *Cache) Get(key string, now time.Time) (Path, bool) {
+	p, _, ok := c.GetAt(key, now)
+	return p, ok
+}
+
+// GetAt is Get with the time the estimate was stored.
+func (c *Cache) GetAt(key string, now time.Time) (Path, time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok || c.expired(e, now) {
-		return Path{}, false
+		return Path{}, time.Time{}, false
 	}
-	return e.p, true
+	return e.p, e.at, true
 }
 
 func (c *Cache) expired(e cacheEntry, now time.Time) bool {

@@ -242,6 +242,9 @@ func TestCache(t *testing.T) {
 			t.Errorf("Get(%q, +%v) = %+v %v, want %+v %v", tc.key, tc.now, got, ok, tc.want, tc.ok)
 		}
 	}
+	if _, when, _ := c.GetAt("wwan0|a", at(30*time.Second)); !when.Equal(at(time.Second)) {
+		t.Errorf("GetAt: stored at %v, want the last Put's %v", when, at(time.Second))
+	}
 	c.Put("wlan0|a", at(2*time.Minute), Path{RTT: 30 * time.Millisecond}) // old entry expired: no merge
 	if got, _ := c.Get("wlan0|a", at(2*time.Minute)); got != (Path{RTT: 30 * time.Millisecond}) {
 		t.Errorf("after expiry Put merged stale bandwidth: %+v", got)

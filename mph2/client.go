@@ -315,9 +315,9 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 	}
 	cache := c.estimates()
 	if cache != nil {
-		cfg.Prior = make([]estimate.Path, len(c.Paths))
+		cfg.Prior, cfg.PriorAt = make([]estimate.Path, len(c.Paths)), make([]time.Time, len(c.Paths))
 		for i, p := range c.Paths {
-			cfg.Prior[i], _ = cache.Get(cacheKey(p, i, u), start)
+			cfg.Prior[i], cfg.PriorAt[i], _ = cache.GetAt(cacheKey(p, i, u), start)
 		}
 	}
 	if c.Mode == ModeInteractive {

@@ -154,3 +154,41 @@ func TestInteractiveStallIsNoRate(t *testing.T) {
 		}
 	}
 }
+
+// A cached estimate that says the fast path is slow (taken low, as a
+// probe's slow start or a client short of CPU leaves it) keeps Interactive
+// on the slow path while it is fresh; once it is older than ProbeStale the
+// download still starts where the cache says, probes the other path and
+// moves to it. Figure 8's (5,10) with slow start, lte cached at 2 Mbit/s.
+func TestInteractiveStalePriorProbed(t *testing.T) {
+	paths := fig8SlowStart(5, 10)
+	prior := exactPrior(paths)
+	prior[1].Bandwidth = 2e6 / 8
+	for _, size := range []int64{1 << 20, 8 << 20} {
+		alone, err := runSim(simConfig{Size: size, Paths: paths[1:], Sched: Config{Size: size}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, age := range []time.Duration{time.Second, ProbeStale + time.Second} {
+			name := fmt.Sprintf("%dMiB/lte's estimate %v old", size>>20, age)
+			at := []time.Time{epoch.Add(-time.Second), epoch.Add(-age)}
+			var sched *Scheduler
+			r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: -1, Mode: Interactive, Prior: prior, PriorAt: at}}, true, func(s *Scheduler) { sched = s })
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			ratio := r.Done.Seconds() / alone.Done.Seconds()
+			t.Logf("%s: %v, %.2fx lte alone, requests %v, delivered %v, switches %+v", name, r.Done, ratio, r.Requests, r.Delivered, sched.Switches())
+			if sw := sched.Switches(); sw[0].To != 0 {
+				t.Errorf("%s: switches %+v, want the start on wifi, as the cache says", name, sw)
+			}
+			fresh := age <= ProbeStale
+			if fresh && (r.Requests[1] != 0 || ratio < 1.5) {
+				t.Errorf("%s: requests %v, %.2fx lte alone: want the fresh estimate trusted, all on wifi", name, r.Requests, ratio)
+			}
+			if !fresh && (ratio > 1.15 || r.Requests[1] > 2) {
+				t.Errorf("%s: requests %v, %.2fx lte alone: want lte probed and the rest moved there", name, r.Requests, ratio)
+			}
+		}
+	}
+}

@@ -81,7 +81,10 @@ type Config struct {
 	// Prior holds per-path estimates cached from earlier transfers
 	// (+FS+BW/L), indexed by PathID; nil or zero entries mean unknown. If
 	// every path has one, the first split uses Equation 1 instead of halves.
-	Prior             []estimate.Path
+	Prior []estimate.Path
+	// PriorAt is when each Prior was measured (nil or zero: just now).
+	// Interactive probes a path whose prior is older than ProbeStale.
+	PriorAt           []time.Time
 	Delta             time.Duration // Algorithm 1's δ; default 50 ms
 	MaxStreamsPerPath int           // default 2
 	NoPipelining      bool          // request the next chunk only once the current one is complete
@@ -222,6 +225,7 @@ type path struct {
 	want      time.Time     // when the wanted bytes are in: fin without the last stream's credit past its end
 	finOK     bool
 	prior     estimate.Path
+	priorAt   time.Time // when prior was measured; zero: now
 	stats     PathStats
 	progress  time.Time // last DATA, or the request that gave the idle path work
 	pong      time.Time // last PING answer
@@ -258,6 +262,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.Prior != nil && len(cfg.Prior) != cfg.Paths {
 		return nil, fmt.Errorf("multipath: config Prior has %d entries for %d paths", len(cfg.Prior), cfg.Paths)
+	}
+	if cfg.PriorAt != nil && len(cfg.PriorAt) != cfg.Paths {
+		return nil, fmt.Errorf("multipath: config PriorAt has %d entries for %d paths", len(cfg.PriorAt), cfg.Paths)
 	}
 	if cfg.Delta < 0 || cfg.MaxStreamsPerPath < 0 || cfg.MinChunk < 0 || cfg.LeadMargin < 0 || cfg.GrantLead < 0 {
 		return nil, fmt.Errorf("multipath: config Delta=%v MaxStreamsPerPath=%d MinChunk=%d LeadMargin=%d GrantLead=%v: negative",
@@ -311,6 +318,9 @@ func New(cfg Config) (*Scheduler, error) {
 		p := &path{up: true, bw: bw, rtt: rtt}
 		if cfg.Prior != nil {
 			p.prior = cfg.Prior[i]
+		}
+		if cfg.PriorAt != nil {
+			p.priorAt = cfg.PriorAt[i]
 		}
 		s.paths = append(s.paths, p)
 	}
