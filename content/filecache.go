@@ -248,6 +248,11 @@ func (e *cachedFile) serve(w http.ResponseWriter, r *http.Request, name string) 
 		http.ServeContent(w, r, name, e.modTime, bytes.NewReader(e.data))
 		return
 	}
+	e.servePlain(w, r)
+}
+
+// servePlain is serve's 200 for a request plainRequest passed.
+func (e *cachedFile) servePlain(w http.ResponseWriter, r *http.Request) {
 	if pw, ok := w.(preparedWriter); ok {
 		pw.WritePrepared(http.StatusOK, e.fields, e.data) // e's fields and data are never modified
 		return

@@ -109,12 +109,11 @@ func (h *Handler) ServeInline(w http.ResponseWriter, r *http.Request) bool {
 		strings.HasPrefix(p, GenPrefix) || !plainRequest(r.Header) {
 		return false
 	}
-	name := fileName(p)
-	e := h.cache.quick(h.dirfd, name)
+	e := h.cache.quick(h.dirfd, fileName(p))
 	if e == nil {
 		return false
 	}
-	e.serve(w, r, name)
+	e.servePlain(w, r) // plainRequest passed above: its five lookups once a request
 	return true
 }
 
