@@ -97,28 +97,43 @@ func (c *Conn) onField(f hpack.HeaderField) {
 		hb.tooLarge = true
 		return
 	}
-	if f.IsPseudo() {
-		if hb.sawRegular {
-			hb.bad = "pseudo-header " + f.Name + " after regular header"
-			return
-		}
-	} else {
-		hb.sawRegular = true
-		if !validFieldName(f.Name) {
+	pseudo := f.IsPseudo()
+	if pseudo && hb.sawRegular {
+		hb.bad = "pseudo-header " + f.Name + " after regular header"
+		return
+	}
+	hb.sawRegular = hb.sawRegular || !pseudo
+	if !hb.checkedBefore(f) {
+		if !pseudo && !validFieldName(f.Name) {
 			hb.bad = fmt.Sprintf("invalid header name %q", f.Name)
 			return
 		}
-	}
-	if !httpguts.ValidHeaderFieldValue(f.Value) {
-		hb.bad = "invalid value for header " + f.Name
-		return
-	}
-	// RFC 9113 8.2.1: nor may a value start or end with SP or HTAB.
-	if v := f.Value; v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
-		hb.bad = fmt.Sprintf("value of header %s starts or ends with whitespace", f.Name)
-		return
+		if !httpguts.ValidHeaderFieldValue(f.Value) {
+			hb.bad = "invalid value for header " + f.Name
+			return
+		}
+		// RFC 9113 8.2.1: nor may a value start or end with SP or HTAB.
+		if v := f.Value; v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+			hb.bad = fmt.Sprintf("value of header %s starts or ends with whitespace", f.Name)
+			return
+		}
 	}
 	hb.fields = append(hb.fields, f)
+}
+
+// checkedBefore reports whether f equals the field an earlier block kept
+// at the same place in fields' array, which only holds fields that passed
+// onField's checks: a client repeats its fields block after block, decoded
+// from the same HPACK table entries (so the comparison is mostly of
+// pointers). A name is never empty once checked, unlike the array's unused
+// slots.
+func (hb *headerBlock) checkedBefore(f hpack.HeaderField) bool {
+	i := len(hb.fields)
+	if i == cap(hb.fields) || f.Name == "" {
+		return false
+	}
+	last := hb.fields[:i+1][i]
+	return last.Name == f.Name && last.Value == f.Value
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
