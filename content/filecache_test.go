@@ -248,6 +248,9 @@ func TestServeInline(t *testing.T) {
 	}
 	declined("GET", "/p.html", "Range", "bytes=0-9")
 	declined("GET", "/p.html", "If-None-Match", fileETag(mtime, int64(len(body))))
+	declined("GET", "/p.html", "Accept", "*/*", "If-Match", "*", "User-Agent", "t")
+	declined("GET", "/p.html", "If-Modified-Since", mtime.Format(http.TimeFormat))
+	declined("GET", "/p.html", "If-Unmodified-Since", mtime.Format(http.TimeFormat))
 	declined("POST", "/p.html")
 	declined("GET", "/gen/10")
 	declined("GET", "/missing")
