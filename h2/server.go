@@ -403,11 +403,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 	if host == "" {
 		host = header.Get("Host")
 	}
-	if p, ok := header["Priority"]; ok && len(p) > 0 {
-		if pr, err := prio.Parse(p[0]); err == nil {
-			st.prio = pr
-		}
-	}
+	trailer := readEngineFields(st, fields)
 	var body io.ReadCloser = http.NoBody
 	var rb *streamBody
 	if hasBody {
@@ -437,14 +433,7 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		}
 		req.TLS = c.tlsState
 	}
-	if tr := header["Trailer"]; len(tr) > 0 {
-		req.Trailer = make(http.Header)
-		for _, v := range tr {
-			for _, k := range splitComma(v) {
-				req.Trailer[canonicalKey(lowerKey(k))] = nil
-			}
-		}
-	}
+	req.Trailer = trailer
 	if inline {
 		ir.vals = vals
 		ir.ctx = streamContext{Context: c.ctx, c: c, st: st}
@@ -457,6 +446,33 @@ func (c *Conn) newRequest(st *stream, rh requestHead, fields []hpack.HeaderField
 		rb.trailer = &r.Trailer
 	}
 	return r, nil
+}
+
+// readEngineFields applies the request's first priority field (RFC 9218)
+// to st and returns the names its trailer fields announce, nil if none.
+// It walks fields rather than looking the two names up in the request's
+// header map: a lookup hashes its key, a walk compares lengths.
+func readEngineFields(st *stream, fields []hpack.HeaderField) (trailer http.Header) {
+	sawPrio := false
+	for _, f := range fields {
+		switch f.Name {
+		case "priority":
+			if !sawPrio {
+				sawPrio = true
+				if pr, err := prio.Parse(f.Value); err == nil {
+					st.prio = pr
+				}
+			}
+		case "trailer":
+			if trailer == nil {
+				trailer = make(http.Header)
+			}
+			for _, k := range splitComma(f.Value) {
+				trailer[canonicalKey(lowerKey(k))] = nil
+			}
+		}
+	}
+	return trailer
 }
 
 // inlineReq is an inline request and its parts, reused by the connection's
