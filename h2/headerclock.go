@@ -50,9 +50,9 @@ func (h *headerClock) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
 	for b := p[:n]; len(b) > 0; {
 		if h.hn < 9 {
-			h.hdr[h.hn] = b[0]
-			h.hn++
-			b = b[1:]
+			k := copy(h.hdr[h.hn:], b)
+			h.hn += k
+			b = b[k:]
 			if h.hn == 9 {
 				h.frameHeader()
 				if h.left == 0 {
