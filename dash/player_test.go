@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,38 @@ func TestPlayerBadSegment(t *testing.T) {
 				t.Fatalf("%d segments played, want the 2 before the bad one", len(res.Segments))
 			}
 		})
+	}
+}
+
+// The most any fetcher can make ExoPlayer's adaptation play on the paper's
+// ladder over two links of 10 Mbit/s together: every segment arriving at
+// 9.65 Mbit/s (the TCP payload of 1500-byte packets) from its first byte,
+// no round trip. The first two segments play 634 kbit/s (the 1 Mbit/s
+// initial estimate, then under 10 s buffered, which ExoPlayer needs to
+// switch up), the rest 6305: 10000 needs an estimate of 10 / 0.7 = 14.3
+// Mbit/s. So every scheme's mean
+// is at most 5170.8 kbit/s on a 60 s video and 6191.6 on the paper's 600 s
+// one (docs/results.md, mph2-fig11's ceiling).
+func TestExoCeiling(t *testing.T) {
+	for _, c := range []struct {
+		segments int
+		rate     float64
+		mean     float64 // kbit/s
+	}{
+		{10, 9.65e6, 5170.8},
+		{100, 9.65e6, 6191.6},
+		{10, 14.2e6, 5170.8}, // still under 14.3 Mbit/s: no 10000
+		{10, 14.4e6, 8126.8}, // 634, 634, then 10000
+	} {
+		cl := &fakeClock{t: time.Unix(0, 0)}
+		f := &rateFetcher{c: cl, rate: func(time.Time) float64 { return c.rate }}
+		res := play(t, &Player{Manifest: testManifest(c.segments, 6*time.Second, ladder...), ABR: NewExo(), Clock: cl, Fetcher: f})
+		if got := res.AvgBitrate() / 1000; math.Abs(got-c.mean) > 0.05 {
+			var rungs []int64
+			for _, s := range res.Segments {
+				rungs = append(rungs, s.Bitrate/1000)
+			}
+			t.Errorf("%d segments at %.2f Mbit/s: mean %.1f kbit/s, want %.1f (rungs %v)", c.segments, c.rate/1e6, got, c.mean, rungs)
+		}
 	}
 }
