@@ -80,6 +80,14 @@ type DeliveryWatcher interface {
 	WatchDeliveries(path, dir string, minBytes int) (stop func() []time.Time, err error)
 }
 
+// LinkCounter is implemented by networks that count what their links
+// deliver.
+type LinkCounter interface {
+	// LinkBytes is the bytes (IP packets) direction dir ("up" or "down")
+	// of the named path has delivered since the network was built.
+	LinkBytes(path, dir string) (uint64, error)
+}
+
 // NetworkFactory checks and builds the networks of conditions.
 type NetworkFactory interface {
 	// Check validates a condition's link texts without building anything.

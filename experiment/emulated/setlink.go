@@ -35,6 +35,17 @@ func (w *network) WatchDeliveries(path, dir string, minBytes int) (func() []time
 	return w.n.WatchDeliveries(path, d, minBytes)
 }
 
+// LinkBytes is the bytes one direction of a path has written to its
+// receiving side (testbed.Net.Stats).
+func (w *network) LinkBytes(path, dir string) (uint64, error) {
+	d, err := direction(dir)
+	if err != nil {
+		return 0, fmt.Errorf("link bytes %s: %w", path, err)
+	}
+	st, err := w.n.Stats(path, d)
+	return st.WrittenBytes, err
+}
+
 func direction(dir string) (testbed.Direction, error) {
 	switch dir {
 	case "up":

@@ -66,8 +66,10 @@ import (
 // on each other path's downlink; see recovery): outage_first_PATH, from
 // the first outage's start to PATH's first data packet after it, and
 // outage_idle_PATH, the longest time from then to the end with none on
-// PATH. Counts: bytes, and for mph2 per path what mph2.Counts records
-// (bytes, received, budget, switches, ...); from nginx's access log (every
+// PATH. Counts: bytes; on networks that count their links' bytes, per
+// path what the downlink delivered (wire_P, IP packets) and when its data
+// started and ended (wireMeter); for mph2 per path what mph2.Counts
+// records (bytes, received, budget, switches, ...); from nginx's access log (every
 // URL carries ?rep=N, so a run's requests are its own): server_requests,
 // server_body_bytes (response body bytes nginx wrote for them, into dead
 // paths too) and redone_bytes, server_body_bytes minus the object's size.
@@ -248,6 +250,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	}
 	shift := time.Duration(r.Rep) * s.c.TraceShift
 	cut := s.cutOutages(shift)
+	wire := startWire(s.env.Net)
 	start := time.Now()
 	var res experiment.Result
 	if s.c.Tool == "mph2" {
@@ -256,6 +259,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		err = s.runTool(ctx, url, file)
 	}
 	elapsed := time.Since(start)
+	var wired map[string]float64
+	if wire != nil {
+		wired = wire.counts()
+	}
 	began, cerr := cut()
 	if err == nil {
 		err = cerr
@@ -286,6 +293,9 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		res.Counts["server_requests"] = float64(len(reqs))
 		res.Counts["server_body_bytes"] = float64(body)
 		res.Counts["redone_bytes"] = float64(body - sz.Size)
+	}
+	for k, v := range wired {
+		res.Counts[k] = v
 	}
 	if res.Info == nil {
 		res.Info = map[string]string{}
