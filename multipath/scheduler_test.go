@@ -245,7 +245,8 @@ func TestStealKeepsCreditedBytes(t *testing.T) {
 
 // TestAheadIgnoresQueueing: credit ahead of the received bytes is sized by
 // the unqueued round trip, not by PING samples inflated by the data that
-// credit let queue up.
+// credit let queue up (recoveryLead's two round trips included: the path
+// keeps the object's rest).
 func TestAheadIgnoresQueueing(t *testing.T) {
 	s := mustNew(t, Config{Paths: 1, Size: 4 << 20})
 	s.OnStart(ms(0))
@@ -265,7 +266,7 @@ func TestAheadIgnoresQueueing(t *testing.T) {
 		s.OnRTT(ms(now), 0, 400*time.Millisecond)
 	}
 	bw, _ := s.bandwidth(ms(now), 0)
-	want := int64(bw*(65*time.Millisecond+DefaultGrantLead).Seconds()) + DefaultLeadMargin
+	want := int64(bw*(65*time.Millisecond+DefaultGrantLead).Seconds()) + DefaultLeadMargin + int64(2*bw*(65*time.Millisecond).Seconds())
 	if got := s.Ahead(ms(now), 0); got != want {
 		t.Errorf("Ahead with 400 ms PINGs on a 65 ms path: %d, want %d", got, want)
 	}

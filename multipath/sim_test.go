@@ -36,6 +36,22 @@ type simPath struct {
 	SendBuf  int64
 	DownAt   time.Duration // 0: never
 	NoRanges bool          // answer every request 200 with the whole body
+	// Holds are TCP loss recoveries: frames that would reach the client
+	// within one wait there until it ends, as bytes behind a lost segment
+	// wait for its retransmission, while the server sends on.
+	Holds []hold
+}
+
+type hold struct{ At, Len time.Duration }
+
+// heldUntil is when a frame reaching the client at t is handed over.
+func (sp simPath) heldUntil(t time.Duration) time.Duration {
+	for _, h := range sp.Holds {
+		if t >= h.At && t < h.At+h.Len {
+			return h.At + h.Len
+		}
+	}
+	return t
 }
 
 type simConfig struct {
@@ -449,7 +465,7 @@ func (m *sim) kick(p PathID) {
 	m.at(m.now+ser, func() {
 		sv.busy = false
 		sv.buffered -= f.n
-		m.at(m.now+m.half(p), func() { m.arrive(p, f) })
+		m.at(sv.cfg.heldUntil(m.now+m.half(p)), func() { m.arrive(p, f) })
 		m.fill(p)
 		m.kick(p)
 	})
