@@ -644,6 +644,9 @@ func (s *Scheduler) recoveryLead(now time.Time, p PathID, bw float64, a int64) i
 		}
 		total += b
 	}
+	if total <= 0 {
+		return 0 // no path up (all suspended): no share to keep
+	}
 	var rest int64
 	for _, st := range s.live {
 		if st.path == p && st.end >= 0 {
