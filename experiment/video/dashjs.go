@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/shunt-net/shunt/dash"
@@ -80,10 +81,35 @@ type jsPlayback struct {
 		Media  bool    `json:"media"`
 		BPS    int64   `json:"bps"`
 		Start  float64 `json:"start"`
+		Fetch  float64 `json:"fetch"`
 		Bytes  int64   `json:"bytes"`
 		SHA256 string  `json:"sha256"`
 	} `json:"segs"`
-	Errors []string `json:"errors"`
+	Abandoned []jsAbandoned `json:"abandoned"`
+	Errors    []string      `json:"errors"`
+}
+
+// jsAbandoned is a segment download dash.js gave up: its rung, when it was
+// asked for and given up (seconds since the player started), and the bytes
+// it had by then.
+type jsAbandoned struct {
+	Path  string  `json:"path"`
+	BPS   int64   `json:"bps"`
+	Start float64 `json:"start"`
+	At    float64 `json:"at"`
+	Bytes int64   `json:"bytes"`
+}
+
+// AbandonedInfo is the Info key of dash.js's abandoned downloads, each
+// START-AT:KBPS:BYTES (seconds since the player started).
+const AbandonedInfo = "abandoned"
+
+func abandonedInfo(as []jsAbandoned) string {
+	var f []string
+	for _, a := range as {
+		f = append(f, fmt.Sprintf("%.2f-%.2f:%d:%d", a.Start, a.At, a.BPS/1000, a.Bytes))
+	}
+	return strings.Join(f, ",")
 }
 
 // playDashJS plays the video with dash.js in a fresh headless Chromium in
@@ -94,7 +120,7 @@ type jsPlayback struct {
 // Every segment is checked against the served file's length and SHA-256,
 // and every segment of the manifest must have been played. start is called
 // just before Chromium is launched.
-func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Result, error) {
+func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Result, []jsAbandoned, error) {
 	stderr := &limitedBuffer{max: 4 << 10}
 	cfg := browser.Config{Proto: "h2", Command: s.env.Net.Client().Command, Stderr: stderr, SecureOrigins: []string{"http://" + s.addr}}
 	switch s.c.Mode {
@@ -103,24 +129,25 @@ func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Res
 	case "proxy":
 		addr, stop, err := origin.StartProxy(s.env, s.addr, s.c.CC, proxy.Config{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer stop()
 		cfg.Proxy = addr
 	}
 	if err := start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	v, err := browser.Evaluate(ctx, cfg, "http://"+s.addr+"/player.html", "window.shuntDone")
+	page := fmt.Sprintf("http://%s/player.html?stuck=%g", s.addr, s.c.StuckAfter.Seconds())
+	v, err := browser.Evaluate(ctx, cfg, page, "window.shuntDone")
 	if err != nil {
-		return nil, fmt.Errorf("dash.js in Chromium: %w (Chromium said: %s)", err, stderr.String())
+		return nil, nil, fmt.Errorf("dash.js in Chromium: %w (Chromium said: %s)", err, stderr.String())
 	}
 	var pb jsPlayback
 	if err := json.Unmarshal([]byte(v), &pb); err != nil {
-		return nil, fmt.Errorf("dash.js playback report %q: %w", v, err)
+		return nil, nil, fmt.Errorf("dash.js playback report %q: %w", v, err)
 	}
 	if len(pb.Errors) > 0 {
-		return nil, fmt.Errorf("dash.js: %v", pb.Errors)
+		return nil, nil, fmt.Errorf("dash.js: %v", pb.Errors)
 	}
 	res := &dash.Result{Media: time.Duration(pb.Duration * float64(time.Second))}
 	sec := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
@@ -130,7 +157,7 @@ func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Res
 	}
 	for _, g := range pb.Segs {
 		if err := s.verifyFile(g.Path, g.Bytes, g.SHA256); err != nil {
-			return nil, fmt.Errorf("dash.js segment %s: %w", g.Path, err)
+			return nil, nil, fmt.Errorf("dash.js segment %s: %w", g.Path, err)
 		}
 		if !g.Media {
 			continue
@@ -138,12 +165,12 @@ func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Res
 		if n := len(res.Segments); n > 0 && res.Segments[n-1].Bitrate != g.BPS {
 			res.Switches++
 		}
-		res.Segments = append(res.Segments, dash.SegmentLog{Index: len(res.Segments), Bitrate: g.BPS, Bytes: g.Bytes, Start: sec(g.Start)})
+		res.Segments = append(res.Segments, dash.SegmentLog{Index: len(res.Segments), Bitrate: g.BPS, Bytes: g.Bytes, Start: sec(g.Start), Fetch: sec(g.Fetch)})
 	}
 	if want := len(s.m.Reps[0].Segments); len(res.Segments) != want {
-		return nil, fmt.Errorf("dash.js played %d media segments of the manifest's %d", len(res.Segments), want)
+		return nil, nil, fmt.Errorf("dash.js played %d media segments of the manifest's %d", len(res.Segments), want)
 	}
-	return res, nil
+	return res, pb.Abandoned, nil
 }
 
 // verifyFile checks what a player received of a served file.

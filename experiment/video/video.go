@@ -31,9 +31,10 @@ import (
 )
 
 // The Info keys of a playback's segments, in play order: each one's rung
-// (kbit/s), when its fetch started (seconds since the player started) and,
-// for the Go player, the rate it arrived at (Mbit/s: its bytes over its
-// fetch time), which on one path shows what the link delivered.
+// (kbit/s), when its fetch started (seconds since the player started) and
+// the rate it arrived at (Mbit/s: its bytes over its fetch time, request to
+// last byte; for dash.js as the page saw it), which on one path shows what
+// the link delivered.
 const (
 	SegmentKbpsInfo  = "segment_kbps"
 	SegmentStartInfo = "segment_start_s"
@@ -56,7 +57,8 @@ const (
 // single (the first path only: Chromium takes the main route), mptcp
 // (mptcpize makes Chromium's sockets MPTCP ones) and proxy (Chromium's
 // requests through shunt proxy in the client namespace, which fetches over
-// MP-H2 on every path); abr does not apply.
+// MP-H2 on every path); abr does not apply; stuck_after=DURATION (30s)
+// fails a playback whose position stopped moving that long.
 //
 // content=DIR is a directory made by scripts/dash-content (DIR/video.mpd);
 // segments=N plays only the first N segments. Every run opens fresh
@@ -68,8 +70,10 @@ const (
 // traces rep x DURATION in, so repetitions see different stretches.
 // Metrics: startup (s), stall (s, total), kbit_per_s (mean declared bitrate
 // of the played segments), rebuffer_pct (stall time over the media played),
-// switches_count. Info: the rung and the fetch start of every segment
-// (segment_kbps, segment_start_s) and every stall (stalls).
+// switches_count. Info: the rung, the fetch start and the arrival rate of
+// every segment (segment_kbps, segment_start_s, segment_mbit_s) and every
+// stall (stalls); for dash.js also every download it abandoned (abandoned,
+// counted in abandoned).
 type Config struct {
 	Mode     string           `param:"mode" enum:"single,mph2,mph2-fs,mph2-fs-bwl,msplayer,mhttp,mptcp,proxy" help:"the segment fetcher"`
 	Path     string           `param:"path" help:"the path of mode single"`
@@ -80,6 +84,9 @@ type Config struct {
 	CC       string           `param:"cc" help:"congestion control, both ends"`
 	Player   string           `param:"player" enum:"go,dashjs" help:"the player: package dash's, or dash.js in headless Chromium"`
 	DashJS   string           `param:"dashjs" help:"dash.all.min.js of npm's dashjs, for player dashjs"`
+	// StuckAfter fails a dash.js playback whose position has not moved for
+	// this long, instead of waiting for the run's timeout.
+	StuckAfter time.Duration `param:"stuck_after" help:"player dashjs: fail a playback stopped this long"`
 	// RestartLinks pairs the schemes of a repetition under traces.
 	RestartLinks bool          `param:"restart_links" help:"re-apply traced links as the playback starts"`
 	TraceShift   time.Duration `param:"trace_shift" help:"with restart_links: start mahimahi traces rep x this far in"`
@@ -87,7 +94,7 @@ type Config struct {
 
 // DefaultConfig is MP-H2+FS+BW/L with ExoPlayer's adaptation.
 func DefaultConfig() Config {
-	return Config{Mode: "mph2-fs-bwl", ABR: "exo", CC: origin.CC, Player: "go", DashJS: DashJSFile}
+	return Config{Mode: "mph2-fs-bwl", ABR: "exo", CC: origin.CC, Player: "go", DashJS: DashJSFile, StuckAfter: 30 * time.Second}
 }
 
 // Validate checks the options together.
@@ -107,6 +114,8 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.mode", c.Mode, "mode proxy is for player dashjs (the Go player fetches over MP-H2 itself: modes mph2*)")
 	case c.Player == "dashjs" && c.Segments != 0:
 		return experiment.Errorf("params.segments", strconv.Itoa(c.Segments), "player dashjs plays the whole video")
+	case c.StuckAfter < time.Second:
+		return experiment.Errorf("params.stuck_after", c.StuckAfter.String(), "want 1s or more (the page checks once a second)")
 	}
 	return origin.CheckTraceShift(c.RestartLinks, c.TraceShift)
 }
@@ -117,6 +126,12 @@ var Kind = experiment.Kind[Config, *Session]{Name: "dash", Default: DefaultConfi
 // Start reads the video's manifest and the SHA-256 of every file, and
 // starts shunt's server on the condition's (single) server.
 func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error) {
+	return start(ctx, env, c, nil)
+}
+
+// start is Start with the server's handler passed through wrap, if set (a
+// test's misbehaving server).
+func start(ctx context.Context, env *experiment.Env, c Config, wrap func(http.Handler) http.Handler) (*Session, error) {
 	paths := env.Net.Paths()
 	if len(env.Net.Servers()) != 1 {
 		return nil, fmt.Errorf("condition %s has %d servers; the dash experiment serves from one", env.Condition.Name, len(env.Net.Servers()))
@@ -165,6 +180,9 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	var h http.Handler = hd
 	if c.Player == "dashjs" {
 		h = playerHandler(hd, c.DashJS, data)
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	mptcp := c.Mode == "mptcp"
 	ln, err := env.Net.Servers()[0].Listen("tcp", addr, experiment.SockOpts{CC: c.CC, MPTCP: mptcp})
@@ -291,9 +309,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	}
 	var res *dash.Result
 	var meter *pathMeter // the Go player's only: Chromium's sockets are not ours
+	var abandoned []jsAbandoned
 	var err error
 	if s.c.Player == "dashjs" {
-		res, err = s.playDashJS(ctx, start)
+		res, abandoned, err = s.playDashJS(ctx, start)
 	} else {
 		res, meter, err = s.play(ctx, start)
 	}
@@ -307,6 +326,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		missed, longest := meter.gaps()
 		out.Counts[TicksMissedCount] = float64(missed)
 		out.Info[LongestGapInfo] = strconv.FormatFloat(longest.Seconds(), 'f', 2, 64)
+	}
+	if s.c.Player == "dashjs" {
+		out.Counts["abandoned"] = float64(len(abandoned))
+		out.Info[AbandonedInfo] = abandonedInfo(abandoned)
 	}
 	return out, nil
 }
@@ -359,7 +382,7 @@ func (s *Session) result(res *dash.Result) experiment.Result {
 	for _, g := range res.Segments {
 		kbps = append(kbps, strconv.FormatInt(g.Bitrate/1000, 10))
 		starts = append(starts, strconv.FormatFloat(g.Start.Seconds(), 'f', 2, 64))
-		if g.Fetch > 0 { // dash.js reports no fetch times
+		if g.Fetch > 0 {
 			rates = append(rates, strconv.FormatFloat(float64(g.Bytes)*8/g.Fetch.Seconds()/1e6, 'f', 2, 64))
 		}
 		bytes += g.Bytes

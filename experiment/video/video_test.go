@@ -109,10 +109,52 @@ func TestDashJSLocal(t *testing.T) {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		t.Logf("dash.js %s: %v kbit/s, startup %.2f s, %v stalls, segments %s", mode, res.Metrics["kbit_per_s"], res.Metrics["startup"], res.Counts["stalls"], res.Info["segment_kbps"])
-		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || res.Metrics["startup"] <= 0 {
+		if res.Counts["segments"] != 2 || res.Metrics["kbit_per_s"] < 253 || res.Metrics["startup"] <= 0 ||
+			len(strings.Split(res.Info[SegmentRateInfo], ",")) != 2 || res.Counts["abandoned"] != 0 {
 			t.Fatalf("%s: %+v", mode, res)
 		}
 	}
+}
+
+// A dash.js playback that stops moving fails with where it stopped, after
+// stuck_after, instead of waiting for the run's timeout: here the server
+// never answers the second segment.
+func TestDashJSStuck(t *testing.T) {
+	if _, err := checkDashJS(DashJSFile); err != nil {
+		t.Skipf("%v (bash scripts/setup installs Chromium and dash.js)", err)
+	}
+	dir := makeVideo(t)
+	c, err := Kind.Config(map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "stuck_after": "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := emulated.LocalEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := make(chan struct{})
+	defer close(never)
+	hang := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "-00002.m4s") {
+				<-never
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s, err := start(context.Background(), env, c, hang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = s.Run(ctx, &experiment.Run{})
+	if err == nil || !strings.Contains(err.Error(), "playback stuck at ") || !strings.Contains(err.Error(), "segments loaded (last /") {
+		t.Fatalf("error %v, want dash.js stuck, with the last segment loaded", err)
+	}
+	t.Log(err)
 }
 
 // dash.js gets the manifest without byte ranges, so that its requests are
@@ -139,6 +181,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mph2"}, "params.mode"},
 		{map[string]string{"content": "x", "mode": "proxy"}, "params.mode"},
 		{map[string]string{"content": "x", "player": "dashjs", "mode": "mptcp", "segments": "3"}, "params.segments"},
+		{map[string]string{"content": "x", "stuck_after": "500ms"}, "params.stuck_after"},
 		{map[string]string{"content": "x", "trace_shift": "10s"}, "needs restart_links=true"},
 		{map[string]string{"content": "x", "restart_links": "true", "trace_shift": "-1s"}, "positive duration"},
 	} {
