@@ -50,8 +50,7 @@ func ParseAccessLog(b []byte) ([]Access, error) {
 		var errs [5]error
 		a.End, errs[0] = strconv.ParseFloat(string(f[0]), 64)
 		a.Conn, errs[1] = strconv.ParseInt(string(f[1]), 10, 64)
-		status, err := strconv.Atoi(string(f[2]))
-		a.Status, errs[2] = status, err
+		a.Status, errs[2] = strconv.Atoi(string(f[2]))
 		a.URI = string(f[3])
 		a.Body, errs[3] = strconv.ParseInt(string(f[4]), 10, 64)
 		a.Sent, errs[4] = strconv.ParseInt(string(f[5]), 10, 64)

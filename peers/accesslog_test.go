@@ -1,8 +1,10 @@
 package peers
 
 import (
+	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,4 +62,22 @@ func TestNginxAccessLog(t *testing.T) {
 		p.Stop()
 		t.Error("h2o with an access log: no error")
 	}
+}
+
+func FuzzParseAccessLog(f *testing.F) {
+	f.Add([]byte("1764278400.123 7 206 /o/8000000?r=3 500000 500251\n1764278402.000 9 2"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseAccessLog(b)
+		if err != nil {
+			return
+		}
+		if n := bytes.Count(b, []byte("\n")); len(got) != n {
+			t.Errorf("%q: %d entries for %d complete lines", b, len(got), n)
+		}
+		for _, a := range got {
+			if a.URI == "" || strings.ContainsAny(a.URI, " \t\n") {
+				t.Errorf("%q: URI %q", b, a.URI)
+			}
+		}
+	})
 }
