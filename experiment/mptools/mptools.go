@@ -352,10 +352,11 @@ func recoveries(watched map[string]func() []time.Time, cut, end time.Time) recov
 	}
 	rec := recovery{}
 	for name, stop := range watched {
-		first, idle, ok := afterCut(stop(), cut, end)
+		times := stop()
 		if cut.IsZero() {
 			continue // the run ended before the outage
 		}
+		first, idle, ok := afterCut(times, cut, end)
 		if ok {
 			rec["outage_first_"+name] = first.Seconds()
 		}
