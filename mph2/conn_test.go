@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,16 +75,39 @@ func TestH2CProbeOncePerServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
 	addr := ln.Addr().String()
 	hd, err := content.NewHandler(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hd.Close()
+	// One listener for both servers, so the address cannot be taken by
+	// another process between them: h1only hands later connections to
+	// the HTTP/1.1 server.
+	var h1only atomic.Bool
+	h2ln, h1ln := server.NewConnListener(ln.Addr()), server.NewConnListener(ln.Addr())
+	defer h2ln.Close()
+	defer h1ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			to := h2ln
+			if h1only.Load() {
+				to = h1ln
+			}
+			if !to.Push(nc) {
+				nc.Close()
+			}
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := &server.Server{Handler: hd}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.Serve(ctx, h2ln) }()
 	const size = 10_000
 	url := fmt.Sprintf("http://%s/gen/%d", addr, size)
 	c := &Client{Paths: []Path{delayPath("far", 0, delay)}}
@@ -95,19 +119,17 @@ func TestH2CProbeOncePerServer(t *testing.T) {
 		t.Logf("download %d: first byte %v, total %v", k, first[k], res.Total)
 		c.Close() // the next download dials afresh
 	}
-	// Dial, probe and request take three one-way delays; without the probe two.
-	if first[0] < 3*delay || first[1] > first[0]-delay/2 {
-		t.Errorf("first byte %v with the probe, %v on the next connection: want at least %v, then about %v less", first[0], first[1], 3*delay, delay)
+	// Dial, probe and request take three one-way delays; without the probe
+	// two, so the second stays under three whatever the first's overhead.
+	if first[0] < 3*delay || first[1] >= 3*delay {
+		t.Errorf("first byte %v with the probe, %v on the next connection: want at least %v, then under it", first[0], first[1], 3*delay)
 	}
 	cancel()
 	<-done
 	// The same address now serves HTTP/1.1 only.
-	ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("skipping the HTTP/1.1 part: %v", err)
-	}
+	h1only.Store(true)
 	h1 := &http.Server{Handler: hd}
-	go h1.Serve(ln)
+	go h1.Serve(h1ln)
 	defer h1.Close()
 	res, _ := fetchAll(t, c, url, size, Options{})
 	if p := res.Paths[0]; p.Proto != "http/1.1" {
