@@ -143,6 +143,11 @@ type Options struct {
 	// to Download. For responses not worth splitting: an error status, a
 	// small object, a server without ranges.
 	HandOver func(res *http.Response) bool
+	// InOrder says the writer's bytes are read in order as they arrive
+	// (Transport's body): a split hands the object out from its front in
+	// pieces (multipath.Config.InOrder), so the readable prefix grows at
+	// the paths' summed rate.
+	InOrder bool
 }
 
 // HandedOver ends a download whose first response went to the caller
@@ -298,7 +303,7 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 		return nil, err
 	}
 	cfg := multipath.Config{Paths: len(c.Paths), Size: -1, NoPipelining: c.NoPipelining, EndAdjust: c.EndAdjust,
-		Mode: c.Mode, HandoverAfter: c.HandoverAfter}
+		Mode: c.Mode, HandoverAfter: c.HandoverAfter, InOrder: o.InOrder}
 	if o.Size > 0 {
 		cfg.Size = o.Size
 	}

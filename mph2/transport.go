@@ -18,9 +18,10 @@ import (
 // response is large enough (SplitMin) and rangeable (200 with a
 // Content-Length and "Accept-Ranges: bytes") is split by byte ranges over
 // every path (MP-H2's unknown-size start: the first path's whole-object GET
-// learns the size, the others request their shares at once); the caller
-// receives a 200 with the object's Content-Length and a body streamed in
-// order. Every other response (an error status, a small or unrangeable
+// learns the size; the object then goes out from its front in pieces sized
+// by each path's rate, Options.InOrder); the caller receives a 200 with the
+// object's Content-Length and a body streamed in order, whose prefix grows
+// at about the paths' summed rate. Every other response (an error status, a small or unrangeable
 // object, a body of unknown length) is the first path's response, passed
 // through as it came. Requests that are not a plain GET (another method, a
 // body, a Range or a conditional header of the caller's own) go as they are
@@ -40,7 +41,7 @@ type Transport struct {
 	// stay on the first path's response. Default DefaultSplitMin.
 	SplitMin int64
 	// Options are the base options of every download (Progress and Settle
-	// are honoured; Size, OnResponse, HandOver and Header are the
+	// are honoured; Size, OnResponse, HandOver, Header and InOrder are the
 	// Transport's).
 	Options Options
 }
@@ -83,6 +84,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	o := t.Options
 	o.Size = 0
 	o.Header = req.Header
+	o.InOrder = true
 	o.OnResponse = func(_ int, h http.Header, size int64) { heads <- head{h.Clone(), size} }
 	o.HandOver = func(res *http.Response) bool {
 		if res.StatusCode == http.StatusOK && res.ContentLength >= t.splitMin() && rangeable(res.Header) {

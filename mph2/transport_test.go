@@ -105,6 +105,50 @@ func TestTransportSplitsLargeObjects(t *testing.T) {
 	}
 }
 
+// The body a split response streams to the caller grows at both paths'
+// rate, not at the first path's until its share is in: the caller reads
+// the first half of the object in about half the whole's time. (With the
+// object cut in one share per path, the first half was the primary's share,
+// in at the end.)
+func TestTransportPrefixGrowsAtBothPaths(t *testing.T) {
+	_, base := newCounting(t, nil)
+	const size = 4 << 20
+	c := &Client{Paths: []Path{loopPath("a", 2e6, 0), loopPath("b", 2e6, 0)}}
+	defer c.Close()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/gen/%d", base, size), nil)
+	start := time.Now()
+	res, err := (&Transport{Client: c}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	h := sha256.New()
+	var n int64
+	var half time.Duration
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := res.Body.Read(buf)
+		h.Write(buf[:k])
+		if n += int64(k); n >= size/2 && half == 0 {
+			half = time.Since(start)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := time.Since(start)
+	if n != size || [32]byte(h.Sum(nil)) != content.Digest(size) {
+		t.Fatalf("body %d bytes, SHA-256 ok %v; want /gen/%d", n, [32]byte(h.Sum(nil)) == content.Digest(size), size)
+	}
+	t.Logf("first half read after %v, the whole after %v", half, whole)
+	if half > whole*3/4 {
+		t.Fatalf("first half read after %v of %v: the prefix grew at one path's rate", half, whole)
+	}
+}
+
 // Everything not worth or not possible to split is the first path's
 // response, passed through as it came.
 func TestTransportPassesThrough(t *testing.T) {

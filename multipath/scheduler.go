@@ -108,7 +108,21 @@ type Config struct {
 	// Budget, if not nil, bounds the response bytes each path may receive,
 	// indexed by PathID; 0 means no bound (budget.go).
 	Budget []int64
+	// InOrder is for an application that reads the object in order as it
+	// arrives (a response streamed through a proxy): in Aggregate, the
+	// object is handed out from its front in pieces of PieceTime of each
+	// path's rate, pipelined, instead of one share per path, so the
+	// contiguous prefix grows at about the paths' summed rate rather than
+	// at one path's until that path's share is in. The end is balanced as
+	// before (rebalance), so the paths still finish together.
+	InOrder bool
 }
+
+// PieceTime is how long an in-order piece (Config.InOrder) lasts on its
+// path: the prefix an application sees lags the bytes the paths delivered
+// by about one piece per path, and a piece longer than a round trip leaves
+// a pipelined path no gap between pieces.
+const PieceTime = 250 * time.Millisecond
 
 // Kind says what an Action asks the caller to do.
 type Kind uint8
@@ -347,6 +361,11 @@ func (s *Scheduler) OnStart(now time.Time) []Action {
 	}
 	if s.complete() {
 		s.finishAll()
+		return s.out
+	}
+	if s.inOrder() {
+		s.orphans.add(0, s.size) // schedule hands it out piece by piece
+		s.schedule(now)
 		return s.out
 	}
 	qs, n := s.probes(now, s.size)
@@ -1032,6 +1051,13 @@ func (s *Scheduler) singleStream() {
 // object GET has revealed the size; the primary keeps the first share, cut
 // lazily at its end, and every other path requests its share now.
 func (s *Scheduler) splitUnknown(now time.Time, first *stream) {
+	if s.inOrder() {
+		// The primary keeps its first piece (and what it has credit for),
+		// the rest goes out from the front (schedule).
+		first.end = min(max(s.piece(now, first.path), s.committed(now, first)), s.respEnd(first), s.size)
+		s.orphans.add(first.end, s.size)
+		return
+	}
 	ups := []PathID{first.path}
 	for _, p := range s.workPaths() {
 		if p != first.path {
@@ -1053,6 +1079,18 @@ func (s *Scheduler) splitUnknown(now time.Time, first *stream) {
 	if off < s.size {
 		s.orphans.add(off, s.size)
 	}
+}
+
+func (s *Scheduler) inOrder() bool { return s.cfg.InOrder && s.cfg.Mode == Aggregate }
+
+// piece is the size of path p's next in-order piece: PieceTime at its
+// rate, or before it has an estimate the credit a path gets then (Ahead).
+func (s *Scheduler) piece(now time.Time, p PathID) int64 {
+	bw, ok := s.bandwidth(now, p)
+	if !ok || bw <= 0 {
+		return 4 * s.cfg.LeadMargin
+	}
+	return max(int64(bw*PieceTime.Seconds()), s.cfg.MinChunk)
 }
 
 // shares splits size bytes among paths: by Equation 1 if every path's
@@ -1143,6 +1181,9 @@ func (s *Scheduler) schedule(now time.Time) {
 		}
 		o := s.orphans[0]
 		n := s.fit(p, o.a, o.b)
+		if k := s.piece(now, p); s.inOrder() && n-k >= s.cfg.MinChunk {
+			n = k // a rest under MinChunk goes with the last piece
+		}
 		if o.a+n < o.b {
 			s.orphans[0].a = o.a + n
 		} else {

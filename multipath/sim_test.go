@@ -73,6 +73,27 @@ type simResult struct {
 	Requests  []int
 	Idle      []time.Duration // gaps between DATA arrivals beyond 3 frame times
 	Events    int
+	// Prefix is, at each delivery, the contiguous prefix delivered (what
+	// an application reading the object in order has) and all bytes
+	// delivered.
+	Prefix []prefixAt
+}
+
+type prefixAt struct {
+	At     time.Duration
+	N, Got int64
+}
+
+// prefixBy is the contiguous prefix at time t.
+func (r simResult) prefixBy(t time.Duration) int64 {
+	var n int64
+	for _, p := range r.Prefix {
+		if p.At > t {
+			break
+		}
+		n = p.N
+	}
+	return n
 }
 
 func mbit(m float64) float64 { return m * 1e6 / 8 }
@@ -326,6 +347,11 @@ func (m *sim) apply(acts []Action) {
 			}
 			m.got.add(a.Start, a.End)
 			m.res.Delivered[a.Path] += a.End - a.Start
+			pre := prefixAt{At: m.now, Got: m.got.total()}
+			if m.got[0].a == 0 {
+				pre.N = m.got[0].b
+			}
+			m.res.Prefix = append(m.res.Prefix, pre)
 		case Done:
 			if !m.got.covers(0, m.s.Size()) || m.got.total() != m.s.Size() {
 				m.fail("Done with delivered %v of %d", m.got, m.s.Size())
