@@ -191,6 +191,8 @@ func TestDecidePresets(t *testing.T) {
 		{"hedge-urgent-unsized", Hint{Style, -1, 0}, Decision{Path: 1, Second: -1, Tail: 64000, Rule: 1}},
 		{"hedge-urgent-unsized", Hint{Image, -1, 2}, Decision{Path: 0, Second: -1, Rule: 2}},
 		{"adaptive", doc, Decision{Path: 1, Second: -1, Rule: 2}},
+		{"hedge-late", Hint{Script, 200000, 1}, Decision{Path: 1, Second: -1, Hedge: true, CopyPct: 10, Rule: 1}},
+		{"hedge-late", img, Decision{Path: 0, Second: -1, Rule: 2}},
 	} {
 		if got := mustPreset(t, tc.policy).Decide(tc.h, twoPaths(), t0); got != tc.want {
 			t.Errorf("%s, %+v: %+v, want %+v", tc.policy, tc.h, got, tc.want)
@@ -205,6 +207,9 @@ func TestDecidePresets(t *testing.T) {
 	// One path: no redundancy, no tail.
 	if got := mustPreset(t, "redundant-urgent").Decide(doc, twoPaths()[:1], t0); got != (Decision{Path: 0, Second: -1, Rule: 1}) {
 		t.Errorf("one path: %+v", got)
+	}
+	if got := mustPreset(t, "hedge-late").Decide(doc, twoPaths()[:1], t0); got != (Decision{Path: 0, Second: -1, CopyPct: 10, Rule: 1}) {
+		t.Errorf("one path, hedge-late: %+v", got)
 	}
 }
 
@@ -335,6 +340,11 @@ func TestParseErrors(t *testing.T) {
 		{"urgent -> path=fast\npolicy late", "x.rules line 2: the policy line must come before the rules"},
 		{"policy a b\n* -> path=fast", "x.rules line 1: policy name \"a b\""},
 		{"foo -> path=fast", "x.rules line 1: unknown matcher \"foo\""},
+		{"* -> path=cheap\nurgent -> path=fast hedge tail=16KB", "x.rules line 2: hedge and tail=N on one rule"},
+		{"urgent -> path=fast redundant copies=10%", "x.rules line 1: copies=P% bounds the bytes of a rule's hedges and tails"},
+		{"urgent -> path=fast hedge copies=0%", "x.rules line 1: \"0%\": want a percentage"},
+		{"urgent -> path=fast hedge copies=10", "x.rules line 1: \"10\": want a percentage"},
+		{"urgent -> path=fast hedge=1", "x.rules line 1: unknown action \"hedge=1\""},
 	} {
 		_, err := Parse("x.rules", tc.text)
 		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
@@ -348,6 +358,7 @@ func TestParseRoundTrip(t *testing.T) {
 class=image,media size>100KB -> path=cheap tail=32KiB
 urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
 bulk size<1KB -> path=wifi
+class=style -> path=fast hedge copies=7.5%
 * -> path=finish budget=12.5%`
 	p, err := Parse("mine.rules", text)
 	if err != nil {
@@ -363,8 +374,11 @@ bulk size<1KB -> path=wifi
 	if r := p.Rules[2]; r.MaxSize != 999 || *r.Urgent || r.Path != "wifi" {
 		t.Errorf("rule 3: %+v", r)
 	}
-	if r := p.Rules[3]; r.BudgetPct != 12.5 || r.Budget != 0 {
+	if r := p.Rules[3]; !r.Hedge || r.CopyPct != 7.5 || r.Tail != 0 {
 		t.Errorf("rule 4: %+v", r)
+	}
+	if r := p.Rules[4]; r.BudgetPct != 12.5 || r.Budget != 0 {
+		t.Errorf("rule 5: %+v", r)
 	}
 	checkRoundTrip(t, p)
 	for _, n := range PresetNames() {

@@ -14,6 +14,9 @@ type PathState struct {
 	Up        bool
 	DialStart time.Time
 	RTT       time.Duration // smoothed PING (or handshake) RTT; 0 unknown
+	// RTTVar is the RTT samples' mean deviation (as TCP's RTTVAR): how far
+	// a response's first byte may lag the RTT before it counts as late.
+	RTTVar time.Duration
 	// MinRTT is the lowest RTT seen (0 unknown): the path's latency without
 	// the queue its own transfers build, which "fast" compares, so a fast
 	// path that just carried a burst is not taken for a slow one.
@@ -58,7 +61,13 @@ type Decision struct {
 	// remain and the other path would deliver them sooner (ShouldTail), they
 	// are requested again by Range on it.
 	Tail int64
-	Rule int // the rule's line in its file (0: no rule matched)
+	// Hedge: the response's rest is asked for on another path once it is
+	// late (ShouldHedge), and the copy clearly behind is cancelled (Behind).
+	Hedge bool
+	// CopyPct, if > 0, bounds the tails' and hedges' bytes to this share of
+	// the bytes placed, or of the load's when known (CopyFits).
+	CopyPct float64
+	Rule    int // the rule's line in its file (0: no rule matched)
 }
 
 // Redundant reports whether the request goes on two paths.
@@ -75,7 +84,7 @@ func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
 		d.Path = pick(Finish, h, paths, now, -1, nil)
 		return d
 	}
-	d.Rule, d.Tail = r.Line, r.Tail
+	d.Rule, d.Tail, d.Hedge, d.CopyPct = r.Line, r.Tail, r.Hedge, r.CopyPct
 	size := max(h.Size, 0)
 	var total int64
 	for _, ps := range paths {
@@ -100,7 +109,7 @@ func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
 		}
 	}
 	if len(paths) < 2 {
-		d.Tail = 0
+		d.Tail, d.Hedge = 0, false
 	}
 	return d
 }
@@ -137,11 +146,14 @@ func pick(pref string, h Hint, paths []PathState, now time.Time, skip int, over 
 	return best
 }
 
-// Transfer is one response in flight, for ShouldTail.
+// Transfer is one request's response in flight, for ShouldTail,
+// ShouldHedge and Behind.
 type Transfer struct {
 	Path      int
-	Size      int64 // body bytes; <= 0 unknown (no tail)
-	Received  int64
+	Size      int64     // body bytes; <= 0 unknown (no tail)
+	From      int64     // the offset the request asked from (a tail's or a hedge's)
+	Received  int64     // the offset reached
+	Start     time.Time // the request was sent (zero: unknown)
 	FirstByte time.Time // zero: no byte yet
 	LastByte  time.Time
 }
@@ -157,24 +169,26 @@ func ShouldTail(d Decision, t Transfer, paths []PathState, now time.Time) int {
 	if d.Tail <= 0 || t.Size <= 0 || rest <= 0 || rest > d.Tail || t.FirstByte.IsZero() || t.Path < 0 || t.Path >= len(paths) {
 		return -1
 	}
-	own := paths[t.Path]
-	rate := own.Bandwidth
-	if el := t.LastByte.Sub(t.FirstByte); el > 0 && t.Received > 0 {
-		rate = float64(t.Received) / el.Seconds()
-	}
-	if rate <= 0 {
+	eta, ok := t.eta(paths[t.Path], now, 0)
+	if !ok {
 		return -1
 	}
-	eta := time.Duration(float64(rest) / rate * float64(time.Second))
-	if silent := now.Sub(t.LastByte); silent > own.rtt(now) {
-		eta += silent
-	}
+	return soonest(paths, t.Path, rest, eta, now, false)
+}
+
+// soonest is the live path other than skip that would deliver rest bytes
+// first, and before eta (clear: before eta by more than its own RTT), or -1.
+func soonest(paths []PathState, skip int, rest int64, eta time.Duration, now time.Time, clear bool) int {
 	best, bestETA := -1, eta
 	for i, ps := range paths {
-		if i == t.Path || !ps.Up {
+		if i == skip || !ps.Up {
 			continue
 		}
-		if e := ps.finish(rest, now); e < bestETA {
+		e := ps.finish(rest, now)
+		if clear && e+ps.rtt(now) >= eta {
+			continue
+		}
+		if e < bestETA {
 			best, bestETA = i, e
 		}
 	}

@@ -40,6 +40,13 @@ var presets = map[string]string{
 	// path would deliver them sooner (the size is known from the response
 	// by then).
 	"hedge-urgent-unsized": "urgent -> path=fast tail=64KB\n* -> path=cheap",
+	// The second as a late hedge under a byte budget: every urgent
+	// response, whatever its size, has its rest asked for on the path that
+	// would deliver it soonest once it is late against its own path's
+	// measured RTT (and deviation) and bandwidth, the copy then clearly
+	// behind cancelled; the copies, each charged all it may bring, stay
+	// within 10 % of the page's bytes (issue 19's byte cap).
+	"hedge-late": "urgent -> path=fast hedge copies=10%\n* -> path=cheap",
 	// The third: urgent-fast, and the last 32 KB of a bulk response of
 	// 100 KB or more asked for again on the other path when that would
 	// deliver them sooner.

@@ -36,7 +36,13 @@ const (
 // 0..7), "loss>=P%" (the worst path's loss). Actions: "path=fast|cheap|finish|NAME"
 // (required), "redundant" (a copy on a second path; the first to complete
 // wins), "tail=N" (re-request the last N bytes on the other path when it
-// would deliver them sooner), "budget=N" (the preferred path takes this rule's
+// would deliver them sooner), "hedge" (the rest asked for again on the path
+// that would deliver it soonest once the response is late against its own
+// path's measured RTT and bandwidth; the copy then clearly behind is
+// cancelled: ShouldHedge, Behind), "copies=P%" (this rule's tails and hedges
+// only while every copy's bytes, each charged whole, stay within P % of the
+// bytes placed so far, or of the load's when the client knows them: a
+// page's), "budget=N" (the preferred path takes this rule's
 // request only while its bytes in this load stay within N; else the cheapest
 // path), "budget=P%" (... only while its share of the bytes placed so far,
 // this request's included, stays within P %).
@@ -61,6 +67,8 @@ type Rule struct {
 	Tail      int64
 	Budget    int64   // bytes; 0 none
 	BudgetPct float64 // share of the load's bytes, percent; 0 none
+	Hedge     bool
+	CopyPct   float64 // tails' and hedges' bytes, percent of the bytes placed; 0 none
 }
 
 func anyRule() Rule { return Rule{MinSize: -1, MaxSize: -1, MinUrg: -1, MaxUrg: -1} }
@@ -240,6 +248,10 @@ func parseRule(matchers, actions []string) (Rule, error) {
 			r.Path = v
 		case k == "redundant" && !hasV:
 			r.Redundant = true
+		case k == "hedge" && !hasV:
+			r.Hedge = true
+		case k == "copies" && hasV:
+			r.CopyPct, err = parsePercent(v)
 		case k == "tail" && hasV:
 			r.Tail, err = parseBytes(v)
 			if err == nil && r.Tail == 0 {
@@ -253,14 +265,20 @@ func parseRule(matchers, actions []string) (Rule, error) {
 				err = fmt.Errorf("budget=0: leave it out for no budget")
 			}
 		default:
-			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, budget=N)", a)
+			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, hedge, copies=P%%, budget=N)", a)
 		}
 		if err != nil {
 			return r, err
 		}
 	}
-	if r.Path == "" {
+	switch {
+	case r.Path == "":
 		return r, fmt.Errorf("no path=... after ->")
+	case r.Hedge && r.Tail > 0:
+		// Both re-request the rest from where the response stands: one copy.
+		return r, fmt.Errorf("hedge and tail=N on one rule: give one of them")
+	case r.CopyPct > 0 && !r.Hedge && r.Tail == 0:
+		return r, fmt.Errorf("copies=P%% bounds the bytes of a rule's hedges and tails: give hedge or tail=N")
 	}
 	return r, nil
 }
@@ -390,6 +408,12 @@ func (r Rule) String() string {
 	}
 	if r.Tail > 0 {
 		a = append(a, "tail="+strconv.FormatInt(r.Tail, 10))
+	}
+	if r.Hedge {
+		a = append(a, "hedge")
+	}
+	if r.CopyPct > 0 {
+		a = append(a, "copies="+strconv.FormatFloat(r.CopyPct, 'g', -1, 64)+"%")
 	}
 	if r.Budget > 0 {
 		a = append(a, "budget="+strconv.FormatInt(r.Budget, 10))

@@ -53,6 +53,10 @@ type Hinted struct {
 	Cost         []float64
 	PingInterval time.Duration // default 100 ms
 	TailCheck    time.Duration // how often a transfer with a tail threshold is looked at; default 5 ms
+	// Expect, if > 0, is the bytes the load will ask for (a page's, when
+	// known): a copies=P% budget is P % of these from the start, not only
+	// of the bytes placed so far.
+	Expect int64
 	// Placed, if set, is told of every response RoundTrip returns: the hint
 	// the request's headers gave and the path of the response whose header
 	// it passes on (before the body has arrived).
@@ -64,9 +68,12 @@ type Hinted struct {
 	stats HintedStats
 	// lastData is when a path was last seen to have received DATA.
 	lastData time.Time
-	ctx      context.Context // the watches'; stop ends it
-	stop     context.CancelFunc
-	probers  sync.WaitGroup
+	// copyCharge is the bytes of the tails and hedges made, each charged
+	// its rest when made, for copies=P% budgets.
+	copyCharge int64
+	ctx        context.Context // the watches'; stop ends it
+	stop       context.CancelFunc
+	probers    sync.WaitGroup
 }
 
 type hintedPath struct {
@@ -76,6 +83,7 @@ type hintedPath struct {
 	dialStart time.Time
 	rtt       *estimate.RTT
 	minRTT    time.Duration
+	rttVar    time.Duration // mean deviation of the RTT samples from the smoothed RTT
 	bw        float64
 	loss      float64
 	sent      int64 // body bytes placed on the path (for budgets)
@@ -88,9 +96,10 @@ type HintedStats struct {
 	// Redundant requests went on two paths; SecondWon of them completed
 	// first on their second path.
 	Redundant, SecondWon int
-	// Tails re-requested a response's tail; TailWon of them completed before
-	// the response itself.
-	Tails, TailWon int
+	// Tails re-requested a response's tail or hedged its rest; TailWon of
+	// them completed before the response itself. Cut counts copies cancelled
+	// as clearly behind the other (a hedge's pair) before either completed.
+	Tails, TailWon, Cut int
 	// Wasted is body bytes read from copies that were not used (the loser
 	// of a redundant pair, a response overtaken by its tail or the tail it
 	// overtook, the first bytes of an object asked for again whole, checked
@@ -197,7 +206,7 @@ func (hp *hintedPath) admit(pc *pathConn) {
 		hp.gone += hp.pc.received()
 	}
 	hp.pc, hp.dialStart, hp.rtt = pc, time.Now(), r
-	hp.minRTT, hp.bw, hp.loss = 0, 0, 0
+	hp.minRTT, hp.rttVar, hp.bw, hp.loss = 0, 0, 0, 0
 }
 
 // watch measures path i until ctx ends and redials it when its connection
@@ -288,7 +297,7 @@ func (h *Hinted) probe(ctx context.Context, i int, hp *hintedPath, pc *pathConn)
 	}
 	h.mu.Lock()
 	hp.rtt.Add(pc.connect)
-	hp.minRTT = pc.connect
+	hp.minRTT, hp.rttVar = pc.connect, pc.connect/2 // RTTVAR's start in RFC 6298
 	h.mu.Unlock()
 	last, lastAt := pc.received(), time.Now()
 	live := newLiveness(h.Client.PathTimeout)
@@ -316,6 +325,8 @@ func (h *Hinted) probe(ctx context.Context, i int, hp *hintedPath, pc *pathConn)
 			lastData, h.lastData = now, now
 		}
 		if err == nil {
+			srtt, _ := hp.rtt.Estimate()
+			hp.rttVar = (3*hp.rttVar + (rtt - srtt).Abs()) / 4 // as RFC 6298's RTTVAR
 			hp.rtt.Add(rtt)
 			hp.minRTT = min(hp.minRTT, rtt)
 		}
@@ -350,7 +361,7 @@ func (h *Hinted) probe(ctx context.Context, i int, hp *hintedPath, pc *pathConn)
 func (h *Hinted) states() []hints.PathState {
 	ps := make([]hints.PathState, len(h.paths))
 	for i, hp := range h.paths {
-		s := hints.PathState{Name: h.stats.Paths[i].Name, DialStart: hp.dialStart, MinRTT: hp.minRTT, Bandwidth: hp.bw, Loss: hp.loss, Sent: hp.sent, Queued: hp.queued}
+		s := hints.PathState{Name: h.stats.Paths[i].Name, DialStart: hp.dialStart, MinRTT: hp.minRTT, RTTVar: hp.rttVar, Bandwidth: hp.bw, Loss: hp.loss, Sent: hp.sent, Queued: hp.queued}
 		s.RTT, s.Up = hp.rtt.Estimate()
 		if h.Cost != nil {
 			s.Cost = h.Cost[i]

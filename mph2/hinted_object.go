@@ -33,8 +33,9 @@ type hcopy struct {
 	// object's first bytes as received before: the copy's must equal them.
 	check []byte
 
-	size   int64 // the object's size; -1 until the response says
-	got    int64 // body bytes read, from off
+	size   int64     // the object's size; -1 until the response says
+	got    int64     // body bytes read, from off
+	sent   time.Time // the request went out on its connection
 	first  time.Time
 	last   time.Time
 	status int
@@ -75,7 +76,7 @@ type hobject struct {
 	cond      *sync.Cond
 	copies    []*hcopy // primary, redundant copy, tail, re-issues, in the order started
 	second    *hcopy   // the redundant copy
-	tail      *hcopy
+	tail      *hcopy   // the tail or hedge
 	lead      *hcopy
 	winner    *hcopy
 	done      time.Time // the winner completed
@@ -190,16 +191,18 @@ func (o *hobject) run() {
 	running := len(o.copies)
 	o.mu.Unlock()
 	var tick <-chan time.Time
-	if d.Tail > 0 {
+	if d.Tail > 0 || d.Hedge {
 		t := time.NewTicker(h.tailCheck())
 		defer t.Stop()
 		tick = t.C
 	}
+	ended := map[*hcopy]bool{}
 	var errs []error
 	for running > 0 {
 		select {
 		case ev := <-o.events:
 			running--
+			ended[ev.c] = true
 			if ev.err != nil {
 				h.mu.Lock()
 				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
@@ -232,31 +235,106 @@ func (o *hobject) run() {
 			}
 		case <-tick:
 			o.mu.Lock()
-			lead, tail := o.lead, o.tail
-			var tr hints.Transfer
-			if lead != nil {
-				tr = hints.Transfer{Path: lead.path, Size: lead.size, Received: lead.got, FirstByte: lead.first, LastByte: lead.last}
-			}
+			tail := o.tail
 			o.mu.Unlock()
-			if lead == nil || tail != nil {
-				continue
-			}
-			h.mu.Lock()
-			j := hints.ShouldTail(d, tr, h.states(), time.Now())
-			if j >= 0 {
-				h.stats.Tails++
-			}
-			h.mu.Unlock()
-			if j >= 0 {
-				c := o.start(j, tr.Received, nil)
-				o.mu.Lock()
-				o.tail = c
-				o.mu.Unlock()
-				running++
+			switch {
+			case tail == nil:
+				if o.askRest() {
+					running++
+					if !d.Hedge {
+						tick = nil
+					}
+				}
+			case o.cut(ended):
 				tick = nil
 			}
 		}
 	}
+}
+
+// transfer is c's progress for the policy, its size the hint's until the
+// response says; o.mu is held.
+func (o *hobject) transfer(c *hcopy) hints.Transfer {
+	size := c.size
+	if size < 0 && o.placed > 0 {
+		size = o.placed
+	}
+	return hints.Transfer{Path: c.path, Size: size, From: c.off, Received: c.off + c.got, Start: c.sent, FirstByte: c.first, LastByte: c.last}
+}
+
+// askRest asks for the rest of the object on another path when the rule's
+// tail (on the lead's response) or hedge (on the first request) says so
+// and its copies' budget allows; it reports whether it did.
+func (o *hobject) askRest() bool {
+	h, d := o.h, o.d
+	o.mu.Lock()
+	subject := o.lead
+	if d.Hedge {
+		subject = o.copies[0]
+	}
+	var tr hints.Transfer
+	if subject != nil {
+		tr = o.transfer(subject)
+	}
+	o.mu.Unlock()
+	if subject == nil {
+		return false
+	}
+	h.mu.Lock()
+	paths, now := h.states(), time.Now()
+	var j int
+	if d.Hedge {
+		j = hints.ShouldHedge(d, tr, paths, now)
+	} else {
+		j = hints.ShouldTail(d, tr, paths, now)
+	}
+	rest := tr.Size - tr.Received
+	var sent int64
+	for _, hp := range h.paths {
+		sent += hp.sent
+	}
+	if j >= 0 && hints.CopyFits(d.CopyPct, h.copyCharge, max(h.Expect, sent), rest) {
+		h.stats.Tails++
+		h.copyCharge += rest
+	} else {
+		j = -1
+	}
+	h.mu.Unlock()
+	if j < 0 {
+		return false
+	}
+	c := o.start(j, tr.Received, nil)
+	o.mu.Lock()
+	o.tail = c
+	o.mu.Unlock()
+	return true
+}
+
+// cut cancels whichever of the hedged request and its hedge is clearly
+// behind the other (hints.Behind) while both run; it reports whether it
+// did.
+func (o *hobject) cut(ended map[*hcopy]bool) bool {
+	o.mu.Lock()
+	a, b := o.copies[0], o.tail
+	if ended[a] || ended[b] {
+		o.mu.Unlock()
+		return false
+	}
+	ta, tb := o.transfer(a), o.transfer(b)
+	o.mu.Unlock()
+	o.h.mu.Lock()
+	k := hints.Behind(ta, tb, o.h.states(), time.Now())
+	if k >= 0 {
+		o.h.stats.Cut++
+	}
+	o.h.mu.Unlock()
+	switch k {
+	case 0:
+		a.cancel()
+	case 1:
+		b.cancel()
+	}
+	return k >= 0
 }
 
 // win makes c, complete, the winner and cancels the other copies.
@@ -501,6 +579,9 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	if err != nil {
 		return err
 	}
+	o.mu.Lock()
+	c.sent = time.Now()
+	o.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return finalError{err}

@@ -352,3 +352,89 @@ func TestHintedStreamTail(t *testing.T) {
 		t.Errorf("stats %+v: want the head's 2000 bytes from cheap, the tail's 8000 from exp", s)
 	}
 }
+
+// A hedge: the urgent response on exp stalls after 2000 bytes, its rest is
+// asked for on cheap, and once the hedge is clearly ahead the stalled
+// response is cancelled; the stream goes on from the hedge.
+func TestHintedStreamHedge(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp hedge\n* -> path=cheap")
+	h.mu.Lock()
+	h.paths[0].rtt.Add(time.Millisecond)
+	h.paths[1].rtt.Add(50 * time.Millisecond) // not late before 50 ms
+	h.mu.Unlock()
+	want := object(10000)
+	resp := startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {"style"}})
+	primary := fakes[1].next(t)
+	pw := primary.answer(200, objHeader(`"v1"`), int64(len(want)))
+	res := resp()
+	time.Sleep(60 * time.Millisecond) // 2000 bytes in >= 60 ms (a rate: over an RTT), and then silent
+	write(t, pw, want[:2000])
+	head := readN(t, res.Body, 2000)
+	x := fakes[0].next(t)
+	if r := x.req.Header.Get("Range"); r != "bytes=2000-" {
+		t.Fatalf("hedge asked with Range %q, want bytes=2000-", r)
+	}
+	hdr := objHeader(`"v1"`)
+	hdr.Set("Content-Range", fmt.Sprintf("bytes 2000-%d/%d", len(want)-1, len(want)))
+	hw := x.answer(206, hdr, int64(len(want)-2000))
+	time.Sleep(5 * time.Millisecond)
+	write(t, hw, want[2000:6000]) // 4000 bytes in 5 ms: far ahead
+	for deadline := time.Now().Add(5 * time.Second); h.Stats().Cut == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled response was not cut")
+		}
+	}
+	select {
+	case <-primary.req.Context().Done(): // RST_STREAM
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cut response's request was not cancelled")
+	}
+	write(t, hw, want[6000:])
+	checkRest(t, res, head, want)
+	if s := h.Stats(); s.Tails != 1 || s.TailWon != 1 || s.Cut != 1 || s.Paths[1].Used != 2000 || s.Paths[0].Used != 8000 || s.Wasted != 0 {
+		t.Errorf("stats %+v: want one hedge, won, the stalled response cut, 2000 bytes from exp and 8000 from cheap", s)
+	}
+}
+
+// copies=10%: the same stall's rest (8000 of the 10000 bytes placed) is
+// over the budget, so no hedge is asked for.
+func TestHintedStreamHedgeBudget(t *testing.T) {
+	h, fakes := fakeHinted(t, "urgent -> path=exp hedge copies=10%\n* -> path=cheap")
+	h.mu.Lock()
+	h.paths[0].rtt.Add(time.Millisecond)
+	h.paths[1].rtt.Add(50 * time.Millisecond)
+	h.mu.Unlock()
+	want := object(10000)
+	resp := startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {"style"}})
+	pw := fakes[1].next(t).answer(200, objHeader(`"v1"`), int64(len(want)))
+	res := resp()
+	time.Sleep(60 * time.Millisecond)
+	write(t, pw, want[:2000])
+	head := readN(t, res.Body, 2000)
+	select {
+	case x := <-fakes[0].reqs:
+		t.Fatalf("a copy over the budget was asked for: %v", x.req.Header)
+	case <-time.After(200 * time.Millisecond):
+	}
+	write(t, pw, want[2000:])
+	checkRest(t, res, head, want)
+	if s := h.Stats(); s.Tails != 0 || s.Paths[0].Requests != 0 {
+		t.Errorf("stats %+v: want no copy", s)
+	}
+
+	// A page of 100 KB: its budget holds the 8000 bytes from the start.
+	h.mu.Lock()
+	h.Expect = 100000
+	h.mu.Unlock()
+	resp = startRoundTrip(t, h, http.Header{"Sec-Fetch-Dest": {"style"}})
+	pw = fakes[1].next(t).answer(200, objHeader(`"v1"`), int64(len(want)))
+	res = resp()
+	time.Sleep(60 * time.Millisecond)
+	write(t, pw, want[:2000])
+	head = readN(t, res.Body, 2000)
+	answerRange(t, fakes[0].next(t), want, 2000)
+	checkRest(t, res, head, want)
+	if s := h.Stats(); s.Tails != 1 || s.TailWon != 1 {
+		t.Errorf("stats %+v: want the hedge within the page's budget, won", s)
+	}
+}

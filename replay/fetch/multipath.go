@@ -53,8 +53,9 @@ type Multipath struct {
 type MultipathStats struct {
 	Paths []PathStats
 	// Redundant requests, and of them those whose second copy won; tails
-	// re-requested, and those that won.
-	Redundant, SecondWon, Tails, TailWon int
+	// and hedges re-requested, and those that won; copies cancelled as
+	// clearly behind (mph2.HintedStats.Cut).
+	Redundant, SecondWon, Tails, TailWon, Cut int
 	// Wasted: body bytes read and thrown away (hinted); for MP-H2, the
 	// bytes its streams received past their moved ends.
 	Wasted int64
@@ -94,7 +95,11 @@ func NewMultipath(cfg MultipathConfig) (*Multipath, error) {
 	// 16 KB window (and race the server's SETTINGS ACK over TLS).
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: cfg.TLSConfig, Proto: mph2.ProtoHTTP2, EndAdjust: mph2.EndReset}
 	if cfg.Policy != nil {
-		m.h = &mph2.Hinted{Client: c, Policy: cfg.Policy, Cost: cfg.Cost}
+		var expect int64
+		for _, o := range cfg.Page.Objects {
+			expect += max(o.Size, 0)
+		}
+		m.h = &mph2.Hinted{Client: c, Policy: cfg.Policy, Cost: cfg.Cost, Expect: expect}
 	} else {
 		m.mp = c
 	}
@@ -187,7 +192,7 @@ func (m *Multipath) Stats() MultipathStats {
 	if m.h != nil {
 		c = m.h.Client
 		hs := m.h.Stats()
-		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Wasted
+		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Cut, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Cut, hs.Wasted
 		for i, p := range hs.Paths {
 			s.Paths[i].Requests, s.Paths[i].Used, s.Paths[i].Loss = p.Requests, p.Used, p.Loss
 		}
