@@ -51,8 +51,9 @@ type Conn struct {
 	rfr      *http2.Framer
 	hdec     *hpack.Decoder
 	hb       headerBlock
-	inline   inlineJob  // a request for the InlineHandler, after the frame's unlock
-	ireq     *inlineReq // what inline requests are made of
+	repeat   repeatBlock // the last block, if the next may repeat it
+	inline   inlineJob   // a request for the InlineHandler, after the frame's unlock
+	ireq     *inlineReq  // what inline requests are made of
 
 	// Owned by the write goroutine.
 	bw      *batchWriter

@@ -21,6 +21,10 @@ type blockScan struct {
 	shift  uint
 	skip   uint64 // string bytes left
 	broken bool   // an integer too large: left to the decoder
+	// changes: a representation that adds to the dynamic table or
+	// resizes it came; the rest (indexed fields, literals not indexed)
+	// leave the decoder as it was.
+	changes bool
 }
 
 type intKind uint8
@@ -63,12 +67,13 @@ func (s *blockScan) scan(p []byte) error {
 				s.field = true
 				s.startInt(b, 7, intIndex)
 			case b&0xc0 == 0x40: // literal with incremental indexing
-				s.field, s.need = true, 1
+				s.field, s.need, s.changes = true, 1, true
 				s.startInt(b, 6, intLiteral)
 			case b&0xe0 == 0x20: // dynamic table size update
 				if s.field {
 					return errLateSizeUpdate
 				}
+				s.changes = true
 				s.startInt(b, 5, intIndex)
 			default: // literal without indexing, never indexed
 				s.field, s.need = true, 1

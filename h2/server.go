@@ -254,7 +254,7 @@ func (c *Conn) onRequestHeaders() error {
 	if hb.bad != "" {
 		return streamError{id, http2.ErrCodeProtocol, hb.bad}
 	}
-	rh, err := parseRequestFields(hb.fields)
+	rh, err := c.repeat.request(hb.fields)
 	if err != nil && !hb.tooLarge {
 		return streamError{id, http2.ErrCodeProtocol, err.Error()}
 	}
