@@ -296,12 +296,33 @@ type sharedWriter interface {
 // length test).
 func plainRequest(h http.Header) bool {
 	for k := range h {
-		switch k {
-		case "Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since":
+		if conditional(k) {
 			return false
 		}
 	}
 	return true
+}
+
+// plainFields is plainRequest for HTTP/2 fields (lower-case names).
+func plainFields(fields []hpack.HeaderField) bool {
+	for _, f := range fields {
+		if conditional(f.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// conditional reports whether a header name, canonical (a header map's)
+// or lower-case (HTTP/2's), is one that makes http.ServeContent answer
+// anything but 200 with the whole body. (If-Range matters only with Range.)
+func conditional(name string) bool {
+	switch name {
+	case "Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
+		"range", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since":
+		return true
+	}
+	return false
 }
 
 // fileETag is a strong validator from modification time and size, like nginx's.

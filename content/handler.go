@@ -18,6 +18,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // GenPrefix is the URL path prefix of generated objects: GenPrefix + "50MB".
@@ -104,17 +106,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (h2.InlineHandler): an answer from memory never blocks, so the HTTP/2
 // engine serves it on the connection's reader, without a handler goroutine.
 func (h *Handler) ServeInline(w http.ResponseWriter, r *http.Request) bool {
-	p := r.URL.Path
-	if r.Method != http.MethodGet && r.Method != http.MethodHead || h.root == nil || !validPath(p) ||
-		strings.HasPrefix(p, GenPrefix) || !plainRequest(r.Header) {
-		return false
-	}
-	e := h.cache.quick(h.dirfd, fileName(p))
+	e := h.plainHit(r.Method, r.URL.Path, plainRequest(r.Header))
 	if e == nil {
 		return false
 	}
 	e.servePlain(w, r) // plainRequest passed above: its five lookups once a request
 	return true
+}
+
+// ServeFields is ServeInline for the HTTP/2 engine's decoded request
+// fields (h2.FieldHandler): the same 200 responses, from the same cache
+// entries, without an http.Request or a ResponseWriter.
+func (h *Handler) ServeFields(method, p string, fields []hpack.HeaderField) (status int, header []hpack.HeaderField, body []byte, ok bool) {
+	e := h.plainHit(method, p, plainFields(fields))
+	if e == nil {
+		return 0, nil, nil, false
+	}
+	return http.StatusOK, e.fields, e.data, true
+}
+
+// plainHit returns the cache entry, its stat fresh, that answers a plain
+// (no conditions or ranges) GET or HEAD of path p with a 200, or nil.
+func (h *Handler) plainHit(method, p string, plain bool) *cachedFile {
+	if method != http.MethodGet && method != http.MethodHead || h.root == nil || !validPath(p) ||
+		strings.HasPrefix(p, GenPrefix) || !plain {
+		return nil
+	}
+	return h.cache.quick(h.dirfd, fileName(p))
 }
 
 // validPath: a request path that starts with a slash and has no ".."

@@ -104,12 +104,7 @@ func handlerWorker(job handlerJob, idle chan handlerJob) {
 // Path set, as url.ParseRequestURI would return, without an allocation;
 // the rest go through it.
 func parseRequestPath(p string, u *url.URL) error {
-	simple := len(p) > 0 && p[0] == '/'
-	for i := 0; simple && i < len(p); i++ {
-		b := p[i]
-		simple = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~'
-	}
-	if simple {
+	if simplePath(p) {
 		*u = url.URL{Path: p}
 		return nil
 	}
@@ -119,4 +114,15 @@ func parseRequestPath(p string, u *url.URL) error {
 	}
 	*u = *v
 	return nil
+}
+
+// simplePath reports whether the request path p is a slash followed by
+// unreserved characters and slashes only: its URL is {Path: p}.
+func simplePath(p string) bool {
+	simple := len(p) > 0 && p[0] == '/'
+	for i := 0; simple && i < len(p); i++ {
+		b := p[i]
+		simple = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~'
+	}
+	return simple
 }

@@ -59,6 +59,27 @@ type InlineHandler interface {
 	ServeInline(w http.ResponseWriter, r *http.Request) bool
 }
 
+// FieldHandler is an InlineHandler that can answer some requests from
+// their decoded header fields, before the engine makes an http.Request
+// and a ResponseWriter for them (an http.Request, its header map and the
+// ResponseWriter's calls were ~2,300 instructions of a cached 1 KB file's
+// answer, of ~14,400 in BenchmarkInlineBurst/1024). The engine offers
+// it each request without a body whose :path is made only of unreserved
+// characters and slashes (so path is what r.URL.Path would be), with
+// fields as decoded: pseudo-header fields first, names lower-case, every
+// field valid (RFC 9113 8.2). ServeFields returns a whole response, as
+// PreparedWriter.WritePrepared takes one (fields after :status, body
+// sent from body itself, headers only for HEAD), and true; or false, and
+// the request goes on to ServeInline and ServeHTTP. A status outside
+// 200-999 is taken as false. It runs on the read goroutine with the
+// connection's lock held: it must not block, nor call into the
+// connection, nor keep fields; the returned fields and body are never
+// modified afterwards.
+type FieldHandler interface {
+	InlineHandler
+	ServeFields(method, path string, fields []hpack.HeaderField) (status int, header []hpack.HeaderField, body []byte, ok bool)
+}
+
 // idle hands work to the server's handler goroutines waiting for their
 // next request; unbuffered, so a send succeeds only when one is idle. One
 // per server (not per process), so a server's goroutines are its own.
@@ -275,6 +296,14 @@ func (c *Conn) onRequestHeaders() error {
 		}
 		return nil
 	}
+	if fh, ok := c.srv.Handler.(FieldHandler); ok && hb.end && rh.contentLength <= 0 && simplePath(rh.path) {
+		if status, fields, body, ok := fh.ServeFields(rh.method, rh.path, hb.fields); ok && status >= 200 && status <= 999 {
+			readEngineFields(st, hb.fields)
+			c.remoteClosedLocked(st)
+			c.answerLocked(st, status, fields, body, rh.method == http.MethodHead)
+			return nil
+		}
+	}
 	ih, inline := c.srv.Handler.(InlineHandler)
 	inline = inline && hb.end
 	req, err := c.newRequest(st, rh, hb.fields, !hb.end, inline)
@@ -296,6 +325,25 @@ func (c *Conn) onRequestHeaders() error {
 	}
 	c.goHandler(st, req)
 	return nil
+}
+
+// answerLocked queues a FieldHandler's response on st, the frames a
+// WritePrepared of an InlineHandler queues: HEADERS of :status and the
+// fields, then the body by reference with END_STREAM. Nothing but the
+// connection refers to st: it is reused once closed (inlineDone).
+func (c *Conn) answerLocked(st *stream, status int, fields []hpack.HeaderField, body []byte, head bool) {
+	st.inlineDone = true
+	end := head || len(body) == 0 || !bodyAllowed(status)
+	st.rw.fieldBuf[0] = hpack.HeaderField{Name: ":status", Value: statusText(status)}
+	st.send.headers = true
+	c.queueLocked(wframe{kind: wHeaders, id: st.id, end: end, fields: st.rw.fieldBuf[:1], shared: fields})
+	if end {
+		st.send.end, st.send.endSent = true, true
+		c.localClosedLocked(st)
+		return
+	}
+	st.send.q.WriteShared(body)
+	c.endSendLocked(st, nil)
 }
 
 // inlineJob is a request for the server's InlineHandler, which the read
