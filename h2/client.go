@@ -500,7 +500,7 @@ func (c *Conn) failStream(st *stream, code http2.ErrCode, err error) {
 func (c *Conn) onResponseHeaders() error {
 	hb := &c.hb
 	id := hb.id
-	st := c.streams[id]
+	st := c.streams.get(id)
 	if st == nil {
 		if !c.isOurs(id) && c.idleLocked(id) {
 			return connError{http2.ErrCodeProtocol, fmt.Sprintf("server sent HEADERS on stream %d it cannot open", id)}

@@ -69,7 +69,7 @@ type Conn struct {
 	ctrl        []wframe  // queued control and HEADERS frames, in order
 	spare       []wframe
 	sched       prio.Scheduler
-	streams     map[uint32]*stream // made with the first stream
+	streams     streamTable
 	sendWin     flow.Send
 	recvWin     flow.Recv
 	connBlocked bool // data waits for a connection WINDOW_UPDATE
@@ -321,7 +321,7 @@ func (c *Conn) close(err error) {
 		c.err = err
 	}
 	cerr := c.err
-	for _, st := range c.streams {
+	for _, st := range c.streams.list() {
 		c.closeStreamLocked(st, fmt.Errorf("%w: %v", ErrConnClosed, cerr))
 	}
 	for _, ch := range c.pings {

@@ -195,7 +195,7 @@ func (c *Conn) AcceptMigratedStream(id uint32) (*Stream, error) {
 		return nil, ErrConnClosed
 	case id%2 != 0 || id == 0:
 		return nil, fmt.Errorf("h2: migrated stream %d is not server-initiated", id)
-	case id <= c.peerMaxStream || c.streams[id] != nil:
+	case id <= c.peerMaxStream || c.streams.get(id) != nil:
 		return nil, fmt.Errorf("h2: migrated stream %d reuses a stream ID (highest so far %d)", id, c.peerMaxStream)
 	}
 	c.peerMaxStream = id
@@ -295,7 +295,7 @@ func (c *Conn) IsClient() bool { return c.client }
 func (c *Conn) StreamByID(id uint32) *Stream {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st := c.streams[id]; st != nil {
+	if st := c.streams.get(id); st != nil {
 		return &Stream{st}
 	}
 	return nil

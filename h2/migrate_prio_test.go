@@ -133,7 +133,7 @@ func waitPrio(t *testing.T, c *Conn, id uint32, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		c.mu.Lock()
-		st := c.streams[id]
+		st := c.streams.get(id)
 		got := st != nil && st.prio.String() == want
 		c.mu.Unlock()
 		if got {

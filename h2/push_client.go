@@ -40,7 +40,7 @@ func (c *Conn) onPromisedRequest() error {
 		c.queueControlLocked(wframe{kind: wRST, id: hb.promised, val: uint32(code)})
 		return nil
 	}
-	parent := c.streams[hb.id]
+	parent := c.streams.get(hb.id)
 	switch {
 	case parent == nil && !c.idleLocked(hb.id):
 		return refuse(http2.ErrCodeCancel) // we reset the request while the promise was in flight

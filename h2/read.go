@@ -246,7 +246,7 @@ func (c *Conn) onData(f *http2.DataFrame) error {
 	if !c.recvWin.Receive(n) {
 		return connError{http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds connection window %d", n, c.recvWin.Avail())}
 	}
-	st := c.streams[id]
+	st := c.streams.get(id)
 	if st == nil || (st.state != stateOpen && st.state != stateHalfClosedLocal) {
 		c.consumedLocked(nil, int(n))
 		if st == nil && c.idleLocked(id) {
@@ -299,7 +299,7 @@ func (c *Conn) onSettings(f *http2.SettingsFrame) error {
 		c.settingsAcked++
 		if delta := int64(next) - int64(c.ourInitial); delta != 0 {
 			c.ourInitial = next
-			for _, st := range c.streams {
+			for _, st := range c.streams.list() {
 				// A stream of ours opened after these SETTINGS were queued
 				// started from their window already (sentInitial).
 				if !(st.ours && st.settingsSeq >= c.settingsAcked) {
@@ -350,7 +350,7 @@ func (c *Conn) applySettingLocked(s http2.Setting) error {
 	case http2.SettingInitialWindowSize:
 		delta := int64(s.Val) - int64(c.peer.initialWindow)
 		c.peer.initialWindow = s.Val
-		for _, st := range c.streams {
+		for _, st := range c.streams.list() {
 			if !st.sendWin.Shift(delta) {
 				return connError{http2.ErrCodeFlowControl, fmt.Sprintf("SETTINGS_INITIAL_WINDOW_SIZE %d overflows stream %d window", s.Val, st.id)}
 			}
@@ -392,7 +392,7 @@ func (c *Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		}
 		return nil
 	}
-	st := c.streams[f.StreamID]
+	st := c.streams.get(f.StreamID)
 	if st == nil {
 		if c.idleLocked(f.StreamID) {
 			return connError{http2.ErrCodeProtocol, fmt.Sprintf("WINDOW_UPDATE on idle stream %d", f.StreamID)}
@@ -407,7 +407,7 @@ func (c *Conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 }
 
 func (c *Conn) onRSTStream(f *http2.RSTStreamFrame) error {
-	st := c.streams[f.StreamID]
+	st := c.streams.get(f.StreamID)
 	if st == nil {
 		if c.idleLocked(f.StreamID) {
 			return connError{http2.ErrCodeProtocol, fmt.Sprintf("RST_STREAM on idle stream %d", f.StreamID)}
@@ -430,8 +430,8 @@ func (c *Conn) onRSTStream(f *http2.RSTStreamFrame) error {
 func (c *Conn) onGoAway(f *http2.GoAwayFrame) error {
 	ga := &GoAwayError{LastStreamID: f.LastStreamID, Code: f.ErrCode, Debug: string(f.DebugData())}
 	c.goAwayRecv = ga
-	for id, st := range c.streams {
-		if st.ours && id > f.LastStreamID {
+	for _, st := range c.streams.list() {
+		if st.ours && st.id > f.LastStreamID {
 			c.closeStreamLocked(st, retryableError{ga})
 		}
 	}
@@ -459,7 +459,7 @@ func (c *Conn) onPriorityUpdate(f *http2.PriorityUpdateFrame) error {
 	if err != nil {
 		return nil // an unparsable value is ignored (RFC 9218 7.1)
 	}
-	if st := c.streams[id]; st != nil {
+	if st := c.streams.get(id); st != nil {
 		c.reprioritizeLocked(st, p)
 		return nil
 	}

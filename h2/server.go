@@ -256,7 +256,7 @@ func (c *Conn) onRequestHeaders() error {
 	if id%2 == 0 {
 		return connError{http2.ErrCodeProtocol, fmt.Sprintf("client opened even stream %d", id)}
 	}
-	if st := c.streams[id]; st != nil {
+	if st := c.streams.get(id); st != nil {
 		if st.state != stateOpen && st.state != stateHalfClosedLocal {
 			return streamError{id, http2.ErrCodeStreamClosed, "HEADERS after END_STREAM"}
 		}

@@ -171,10 +171,7 @@ func (c *Conn) openStream(st *stream, id uint32, ours bool) *stream {
 	}
 	st.sendCond.L = &c.mu
 	st.recvCond.L = &c.mu
-	if c.streams == nil {
-		c.streams = make(map[uint32]*stream)
-	}
-	c.streams[id] = st
+	c.streams.put(st)
 	if ours {
 		c.activeOurs++
 	} else {
@@ -220,7 +217,7 @@ func (c *Conn) closeStreamLocked(st *stream, err error) {
 		return
 	}
 	st.state = stateClosed
-	delete(c.streams, st.id)
+	c.streams.del(st.id)
 	c.sched.Remove(st.id)
 	if st.ours {
 		c.activeOurs--
@@ -277,7 +274,7 @@ func (streamDoneError) Error() string { return "h2: stream already finished" }
 // resetStreamLocked sends RST_STREAM and closes the stream if it is known.
 func (c *Conn) resetStreamLocked(id uint32, code http2.ErrCode) {
 	c.queueControlLocked(wframe{kind: wRST, id: id, val: uint32(code)})
-	if st := c.streams[id]; st != nil {
+	if st := c.streams.get(id); st != nil {
 		c.closeStreamLocked(st, StreamResetError{StreamID: id, Code: code})
 	}
 }

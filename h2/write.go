@@ -271,7 +271,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 		if !ok {
 			break
 		}
-		st := c.streams[id]
+		st := c.streams.get(id)
 		if st == nil {
 			c.sched.Remove(id)
 			continue
