@@ -93,6 +93,14 @@ func (t *streamTable) del(id uint32) {
 	t.slots[i] = nil
 }
 
+// shrink lets the slots go if no stream is open: a quiet connection
+// keeps no array sized for its busiest moment (100 streams: 4 KB).
+func (t *streamTable) shrink() {
+	if t.n == 0 {
+		*t = streamTable{}
+	}
+}
+
 // list returns the open streams in a slice of their own, which closing
 // them (del) leaves as it is.
 func (t *streamTable) list() []*stream {

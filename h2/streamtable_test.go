@@ -54,4 +54,19 @@ func TestStreamTable(t *testing.T) {
 	if tab.n != len(want) {
 		t.Fatal("deleting an absent ID changed the count")
 	}
+	tab.shrink() // streams open: kept
+	for id, st := range want {
+		if tab.get(id) != st {
+			t.Fatalf("after shrink with %d streams open, get(%d) lost its stream", len(want), id)
+		}
+		tab.del(id)
+	}
+	tab.shrink()
+	if tab.slots != nil || tab.get(1) != nil {
+		t.Fatal("shrink of an empty table kept its slots")
+	}
+	tab.put(&stream{id: 7}) // and it grows again
+	if tab.get(7) == nil {
+		t.Fatal("put after shrink: stream not found")
+	}
 }

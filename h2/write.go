@@ -98,6 +98,7 @@ func (c *Conn) writeLoop() {
 				c.putWriteBuffersLocked()
 				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
 				c.dropFreeLocked()
+				c.streams.shrink()
 				c.sched.Reset()
 				c.mu.Unlock()
 				return
