@@ -14,13 +14,19 @@ import (
 // what a request sent into a connection that then died counts too.
 const AccessFormat = "$msec $connection $status $request_uri $body_bytes_sent $bytes_sent"
 
+// H2OAccessFormat is AccessFormat in h2o's access-log format, so one
+// parser reads both servers' logs. h2o counts a response's body bytes as
+// it writes its DATA frames to the connection, as nginx does; it logs no
+// header bytes, so its last field repeats the body's.
+const H2OAccessFormat = "%{sec}t.%{msec_frac}t %{connection-id}x %s %U%q %b %b"
+
 // Access is one line of an AccessFormat log.
 type Access struct {
 	End        float64 // s since the epoch
 	Conn       int64
 	Status     int
 	URI        string
-	Body, Sent int64
+	Body, Sent int64 // h2o's Sent is Body (H2OAccessFormat)
 }
 
 // ReadAccessLog reads an AccessFormat log; a line still being written (no

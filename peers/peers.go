@@ -64,9 +64,10 @@ type Options struct {
 	MaxConnections int
 	// Args are more arguments for shunt serve (--smig, --debug-addr).
 	Args []string
-	// AccessLog makes nginx log every request to Peer.AccessLog (format
-	// AccessFormat); the other servers refuse it. Off by default, as the
-	// h2load comparisons want the servers without log writers.
+	// AccessLog makes nginx and h2o log every request to Peer.AccessLog
+	// (AccessFormat, H2OAccessFormat); the other servers refuse it. Off by
+	// default, as the h2load comparisons want the servers without log
+	// writers.
 	AccessLog bool
 }
 
@@ -171,8 +172,8 @@ func Start(ctx context.Context, name string, o Options) (*Peer, error) {
 	default:
 		return nil, fmt.Errorf("peers: unknown server %q (want %s, %s, %s or %s)", name, Nginx, H2O, Nghttpd, Shunt)
 	}
-	if o.AccessLog && name != Nginx {
-		return nil, fmt.Errorf("peers: an access log is nginx's only, not %s's", name)
+	if o.AccessLog && name != Nginx && name != H2O {
+		return nil, fmt.Errorf("peers: an access log is nginx's and h2o's only, not %s's", name)
 	}
 	bin := o.Binary
 	if bin == "" {

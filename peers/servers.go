@@ -90,8 +90,12 @@ func h2oArgs(bin string, p *Peer, o *Options, host, port string) ([]string, erro
 	if o.TLS {
 		fmt.Fprintf(&b, "  ssl:\n    certificate-file: %s\n    key-file: %s\n", yamlQuote(p.CertFile), yamlQuote(p.keyFile))
 	}
-	// No access-log: nginx runs with access_log off too, so the benchmark
-	// compares servers, not log writers.
+	// No access-log unless asked: nginx runs with access_log off too, so
+	// the benchmark compares servers, not log writers.
+	if o.AccessLog {
+		p.AccessLog = filepath.Join(d, "access.log")
+		fmt.Fprintf(&b, "access-log:\n  path: %s\n  format: %s\n", yamlQuote(p.AccessLog), yamlQuote(H2OAccessFormat))
+	}
 	fmt.Fprintf(&b, "hosts:\n  default:\n    paths:\n      /:\n        file.dir: %s\n", yamlQuote(o.Root))
 	conf := filepath.Join(d, "h2o.conf")
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {

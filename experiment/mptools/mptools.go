@@ -69,10 +69,11 @@ import (
 // PATH. Counts: bytes; on networks that count their links' bytes, per
 // path what the downlink delivered (wire_P, IP packets) and when its data
 // started and ended (wireMeter); for mph2 per path what mph2.Counts
-// records (bytes, received, budget, switches, ...); from nginx's access log (every
-// URL carries ?rep=N, so a run's requests are its own): server_requests,
-// server_body_bytes (response body bytes nginx wrote for them, into dead
-// paths too) and redone_bytes, server_body_bytes minus the object's size.
+// records (bytes, received, budget, switches, ...); from nginx's or h2o's
+// access log (every URL carries ?rep=N, so a run's requests are its own):
+// server_requests, server_body_bytes (response body bytes the server wrote
+// for them, into dead paths too) and redone_bytes, server_body_bytes minus
+// the object's size.
 type Config struct {
 	Tool         string           `param:"tool" enum:"mph2,aria2,axel,curl,mptcp" help:"the client"`
 	Server       string           `param:"server" enum:"nginx,h2o,shunt" help:"the server, with TLS"`
@@ -188,7 +189,7 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	}
 	var err error
 	s.origin, err = origin.Start(ctx, env.Net.Servers()[0], c.Server, env.Dir, origin.Addr(env.Net, env.Port), true, env.Log,
-		origin.Extras{MPTCP: c.Tool == "mptcp", AccessLog: c.Server == peers.Nginx})
+		origin.Extras{MPTCP: c.Tool == "mptcp", AccessLog: c.Server != peers.Shunt})
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +282,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	for k, v := range rec {
 		res.Metrics[k] = v
 	}
-	if s.c.Server == peers.Nginx {
+	if s.c.Server != peers.Shunt {
 		reqs, err := s.origin.Requests(ctx, tag)
 		if err != nil {
 			return res, fmt.Errorf("the server's log of the run: %w", err)

@@ -13,10 +13,11 @@ import (
 
 // Requests returns the lines of the server's access log (Extras.AccessLog)
 // whose URI ends in suffix, once the requests of a finished run are logged:
-// nginx logs a request when it ends, and one whose connection died with its
-// path would end only at a retransmission timeout or nginx's send_timeout
-// (60 s), so the server's connections still open are cut first (ss -K). Call
-// it only when no client of the server is running: it ends their requests.
+// nginx and h2o log a request when it ends, and one whose connection died
+// with its path would end only at a retransmission timeout or the server's
+// send timeout (nginx 60 s), so the server's connections still open are cut
+// first (ss -K). Call it only when no client of the server is running: it
+// ends their requests.
 func (s *Server) Requests(ctx context.Context, suffix string) ([]peers.Access, error) {
 	if s.accessLog == "" {
 		return nil, errors.New("the server keeps no access log")
@@ -29,8 +30,8 @@ func (s *Server) Requests(ctx context.Context, suffix string) ([]peers.Access, e
 	if out, err := cut.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", strings.Join(cut.Args, " "), err, out)
 	}
-	// nginx logs the requests of the cut connections as it sees them fail:
-	// read until the log has not grown for settle.
+	// The server logs the requests of the cut connections as it sees them
+	// fail: read until the log has not grown for settle.
 	const settle, bound = 300 * time.Millisecond, 5 * time.Second
 	var lines []peers.Access
 	for grew, deadline := time.Now(), time.Now().Add(bound); time.Since(grew) < settle; time.Sleep(50 * time.Millisecond) {
@@ -42,7 +43,7 @@ func (s *Server) Requests(ctx context.Context, suffix string) ([]peers.Access, e
 			lines, grew = all, time.Now()
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("nginx's access log still growing after %v", bound)
+			return nil, fmt.Errorf("the access log still growing after %v", bound)
 		}
 	}
 	var out []peers.Access

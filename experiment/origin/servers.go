@@ -35,7 +35,7 @@ type Server struct {
 	Info  map[string]string // server version, congestion control, socket options
 	close func() error
 	host  experiment.Host
-	// accessLog is nginx's log of Extras.AccessLog ("" without one).
+	// accessLog is nginx's or h2o's log of Extras.AccessLog ("" without one).
 	accessLog string
 }
 
@@ -99,7 +99,7 @@ type Extras struct {
 	NotSentLowat int          // TCP_NOTSENT_LOWAT per socket; 0: the kernel's default
 	// KernelSendQueue turns off the HTTP/2 engine's short send queue.
 	KernelSendQueue bool
-	// AccessLog logs nginx's requests, for Requests (nginx only).
+	// AccessLog logs nginx's or h2o's requests, for Requests (not shunt's).
 	AccessLog bool
 }
 
