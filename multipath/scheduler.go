@@ -226,6 +226,7 @@ type Scheduler struct {
 	handovers []Switch
 	probing   bool      // Interactive: probes are out and the path in use may change (reconsider)
 	movable   time.Time // since when reconsider has found a move that pays; zero if it does not
+	extended  bool      // keepBusy has given a probed path more work
 }
 
 type path struct {
@@ -1191,9 +1192,16 @@ func (s *Scheduler) schedule(now time.Time) {
 		}
 		s.request(now, p, o.a, o.a+n)
 	}
-	if s.cfg.Mode != Aggregate {
+	if s.cfg.Mode == Handover || s.probing {
 		return // one path at a time: nothing to split
 	}
+	// In Interactive only the path in use takes work (usable): once the
+	// probes are in or it has moved, near its end it takes back the tail of
+	// the path it moved from, if that would come later than it could fetch
+	// it (the testbed's att-tmo at 1 MB, rep 3: AT&T's credited bytes came
+	// 1 s after lte's last). While probing, reconsider alone takes a probe
+	// back, after ProbeConfirm: a probe's path is in slow start, its
+	// estimate low.
 	for range s.paths {
 		if !s.rebalance(now) {
 			break
