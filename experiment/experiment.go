@@ -70,22 +70,20 @@ type LinkSetter interface {
 	SetLink(path, dir string, l LinkSpec) error
 }
 
-// DeliveryWatcher is implemented by networks that can say when packets
-// reached the far end of a link: the same reading for every client, whatever
+// DeliveryWatcher is implemented by networks that can say what reached the
+// far end of a link, and when: the same reading for every client, whatever
 // it reports itself.
 type DeliveryWatcher interface {
-	// WatchDeliveries records the time each packet of at least minBytes is
-	// delivered by direction dir ("up" or "down") of the named path, from
-	// now until stop, which returns the times in order.
-	WatchDeliveries(path, dir string, minBytes int) (stop func() []time.Time, err error)
+	// WatchDeliveries records every packet delivered by direction dir
+	// ("up" or "down") of the named path, from now until stop, which
+	// returns them in order.
+	WatchDeliveries(path, dir string) (stop func() []Delivery, err error)
 }
 
-// LinkCounter is implemented by networks that count what their links
-// deliver.
-type LinkCounter interface {
-	// LinkBytes is the bytes (IP packets) direction dir ("up" or "down")
-	// of the named path has delivered since the network was built.
-	LinkBytes(path, dir string) (uint64, error)
+// Delivery is one packet a link delivered: when, and its IP length.
+type Delivery struct {
+	At    time.Time
+	Bytes int
 }
 
 // NetworkFactory checks and builds the networks of conditions.

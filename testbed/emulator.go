@@ -70,17 +70,18 @@ type direction struct {
 	watch                                     atomic.Pointer[deliveryWatch]
 }
 
-// deliveryWatch records when packets of at least min bytes were written to
-// the receiving side: when the far end got them, to the emulator's clock.
+// deliveryWatch records every packet written to the receiving side: when
+// the far end got it, to the emulator's clock, and its IP length.
 type deliveryWatch struct {
-	min   int
 	mu    sync.Mutex
-	times []int64 // monoNow
+	at    []int64 // monoNow
+	bytes []int32
 }
 
-func (w *deliveryWatch) add(now int64) {
+func (w *deliveryWatch) add(now int64, n int) {
 	w.mu.Lock()
-	w.times = append(w.times, now)
+	w.at = append(w.at, now)
+	w.bytes = append(w.bytes, int32(n))
 	w.mu.Unlock()
 }
 
@@ -199,8 +200,8 @@ func (d *direction) send(e *emulator) error {
 				} else {
 					d.written.Add(1)
 					d.writtenBytes.Add(uint64(len(p.Data)))
-					if w := d.watch.Load(); w != nil && len(p.Data) >= w.min {
-						w.add(now)
+					if w := d.watch.Load(); w != nil {
+						w.add(now, len(p.Data))
 					}
 				}
 				recycle(p)

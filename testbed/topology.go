@@ -496,26 +496,32 @@ func (n *Net) Stats(path string, dir Direction) (DirStats, error) {
 	return d.statsNow(), nil
 }
 
-// WatchDeliveries records the time each packet of at least minBytes is
-// delivered by one direction of a path (written to the receiving side's
-// device) from now until stop, which returns the times in order. One watch
-// per direction at a time.
-func (n *Net) WatchDeliveries(path string, dir Direction, minBytes int) (stop func() []time.Time, err error) {
+// Delivery is a packet one direction of a path wrote to its receiving
+// side's device: when, and its IP length.
+type Delivery struct {
+	At    time.Time
+	Bytes int
+}
+
+// WatchDeliveries records every packet delivered by one direction of a
+// path from now until stop, which returns them in order. One watch per
+// direction at a time.
+func (n *Net) WatchDeliveries(path string, dir Direction) (stop func() []Delivery, err error) {
 	d, ok := n.dirs[path+" "+dir.String()]
 	if !ok {
 		return nil, fmt.Errorf("watch: no path direction %q", path+" "+dir.String())
 	}
-	w := &deliveryWatch{min: minBytes}
+	w := &deliveryWatch{}
 	if !d.watch.CompareAndSwap(nil, w) {
 		return nil, fmt.Errorf("watch: path direction %q is watched already", path+" "+dir.String())
 	}
-	return func() []time.Time {
+	return func() []Delivery {
 		d.watch.CompareAndSwap(w, nil)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		out := make([]time.Time, len(w.times))
-		for i, t := range w.times {
-			out[i] = epoch.Add(time.Duration(t))
+		out := make([]Delivery, len(w.at))
+		for i, t := range w.at {
+			out[i] = Delivery{epoch.Add(time.Duration(t)), int(w.bytes[i])}
 		}
 		return out
 	}, nil

@@ -294,14 +294,14 @@ func TestWatchDeliveries(t *testing.T) {
 		c.Write(make([]byte, size))
 		c.Close()
 	}()
-	stop, err := n.WatchDeliveries("lte", Down, 1000)
+	stop, err := n.WatchDeliveries("lte", Down)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.WatchDeliveries("lte", Down, 1); err == nil {
+	if _, err := n.WatchDeliveries("lte", Down); err == nil {
 		t.Error("a second watch of the same direction: no error")
 	}
-	stopUp, err := n.WatchDeliveries("lte", Up, 1000)
+	stopUp, err := n.WatchDeliveries("lte", Up)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,21 +318,37 @@ func TestWatchDeliveries(t *testing.T) {
 	if err != nil || got != size {
 		t.Fatalf("read %d bytes (%v), want %d", got, err, size)
 	}
-	times := stop()
-	// At most one packet per 1000 bytes, and most of the data in packets
-	// of at least that size (MTU 1500).
-	if len(times) < size/1500 || len(times) > size/1000 {
-		t.Errorf("%d packets of >= 1000 bytes delivered down for %d bytes", len(times), size)
+	down := stop()
+	st, err := n.Stats("lte", Down)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, tm := range times {
-		if tm.Before(before) || tm.After(after) || i > 0 && tm.Before(times[i-1]) {
-			t.Fatalf("delivery %d at %v: outside [%v, %v] or out of order", i, tm, before, after)
+	// Every packet, in order: what the link counted, and the data in
+	// full-sized packets (MTU 1500) but for the last.
+	var total, full int
+	for i, d := range down {
+		if d.At.Before(before) || d.At.After(after) || i > 0 && d.At.Before(down[i-1].At) {
+			t.Fatalf("delivery %d at %v: outside [%v, %v] or out of order", i, d.At, before, after)
+		}
+		total += d.Bytes
+		if d.Bytes >= 1000 {
+			full++
 		}
 	}
-	if up := stopUp(); len(up) != 0 {
-		t.Errorf("%d packets of >= 1000 bytes up (ACKs and a request only): want none", len(up))
+	if uint64(len(down)) != st.Written || uint64(total) != st.WrittenBytes {
+		t.Errorf("watched %d packets, %d bytes; the link wrote %d, %d", len(down), total, st.Written, st.WrittenBytes)
 	}
-	if again, err := n.WatchDeliveries("lte", Down, 1); err != nil {
+	if full < size/1500 || full > size/1000 {
+		t.Errorf("%d packets of >= 1000 bytes delivered down for %d bytes", full, size)
+	}
+	var upBytes int
+	for _, d := range stopUp() {
+		upBytes += d.Bytes
+	}
+	if upBytes > 10_000 {
+		t.Errorf("%d bytes up (ACKs and a request only)", upBytes)
+	}
+	if again, err := n.WatchDeliveries("lte", Down); err != nil {
 		t.Errorf("watch after stop: %v", err)
 	} else {
 		again()

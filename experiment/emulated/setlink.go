@@ -2,7 +2,6 @@ package emulated
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/testbed"
@@ -25,25 +24,25 @@ func (w *network) SetLink(path, dir string, l experiment.LinkSpec) error {
 	return w.n.SetLink(path, d, cfg)
 }
 
-// WatchDeliveries records when packets of at least minBytes leave one
-// direction of a path's link at its far end (testbed.Net.WatchDeliveries).
-func (w *network) WatchDeliveries(path, dir string, minBytes int) (func() []time.Time, error) {
+// WatchDeliveries records the packets that leave one direction of a path's
+// link at its far end (testbed.Net.WatchDeliveries).
+func (w *network) WatchDeliveries(path, dir string) (func() []experiment.Delivery, error) {
 	d, err := direction(dir)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", path, err)
 	}
-	return w.n.WatchDeliveries(path, d, minBytes)
-}
-
-// LinkBytes is the bytes one direction of a path has written to its
-// receiving side (testbed.Net.Stats).
-func (w *network) LinkBytes(path, dir string) (uint64, error) {
-	d, err := direction(dir)
+	stop, err := w.n.WatchDeliveries(path, d)
 	if err != nil {
-		return 0, fmt.Errorf("link bytes %s: %w", path, err)
+		return nil, err
 	}
-	st, err := w.n.Stats(path, d)
-	return st.WrittenBytes, err
+	return func() []experiment.Delivery {
+		got := stop()
+		out := make([]experiment.Delivery, len(got))
+		for i, d := range got {
+			out[i] = experiment.Delivery(d)
+		}
+		return out
+	}, nil
 }
 
 func direction(dir string) (testbed.Direction, error) {

@@ -66,9 +66,9 @@ import (
 // on each other path's downlink; see recovery): outage_first_PATH, from
 // the first outage's start to PATH's first data packet after it, and
 // outage_idle_PATH, the longest time from then to the end with none on
-// PATH. Counts: bytes; on networks that count their links' bytes, per
-// path what the downlink delivered (wire_P, IP packets) and when its data
-// started and ended (wireMeter); for mph2 per path what mph2.Counts
+// PATH. Counts: bytes; on networks that watch their links, per path what
+// the downlink delivered (wire_P, IP packets) and when its data started
+// and ended (wireCounts); for mph2 per path what mph2.Counts
 // records (bytes, received, budget, switches, ...); from nginx's or h2o's
 // access log (every URL carries ?rep=N, so a run's requests are its own):
 // server_requests, server_body_bytes (response body bytes the server wrote
@@ -245,13 +245,12 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 			info[k] = v
 		}
 	}
-	watched, err := s.watch()
+	watched, err := watchLinks(s.env.Net)
 	if err != nil {
 		return experiment.Result{}, err
 	}
 	shift := time.Duration(r.Rep) * s.c.TraceShift
 	cut := s.cutOutages(shift)
-	wire := startWire(s.env.Net)
 	start := time.Now()
 	var res experiment.Result
 	if s.c.Tool == "mph2" {
@@ -260,15 +259,15 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		err = s.runTool(ctx, url, file)
 	}
 	elapsed := time.Since(start)
-	var wired map[string]float64
-	if wire != nil {
-		wired = wire.counts()
+	delivered := map[string][]experiment.Delivery{}
+	for p, stop := range watched {
+		delivered[p] = stop()
 	}
 	began, cerr := cut()
 	if err == nil {
 		err = cerr
 	}
-	rec := recoveries(watched, began, start.Add(elapsed))
+	rec := s.recoveries(delivered, began, start.Add(elapsed))
 	if err != nil {
 		return res, errors.Join(err, rec.failed())
 	}
@@ -295,7 +294,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		res.Counts["server_body_bytes"] = float64(body)
 		res.Counts["redone_bytes"] = float64(body - sz.Size)
 	}
-	for k, v := range wired {
+	for k, v := range wireCounts(delivered, start) {
 		res.Counts[k] = v
 	}
 	if res.Info == nil {
@@ -311,35 +310,6 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	return res, nil
 }
 
-// dataPacket is the least IP packet counted as data delivered on a path:
-// full segments of a body, not ACKs, PINGs, window updates or headers.
-const dataPacket = 1000
-
-// watch starts recording the data packets each path other than the first
-// outage's delivers downwards, when there are outages; it returns each
-// path's stop.
-func (s *Session) watch() (map[string]func() []time.Time, error) {
-	dw, ok := s.env.Net.(experiment.DeliveryWatcher)
-	if len(s.outages) == 0 || !ok {
-		return nil, nil
-	}
-	stops := map[string]func() []time.Time{}
-	for _, p := range s.env.Net.Paths() {
-		if p.Name == s.outages[0].Path {
-			continue
-		}
-		stop, err := dw.WatchDeliveries(p.Name, "down", dataPacket)
-		if err != nil {
-			for _, st := range stops {
-				st()
-			}
-			return nil, err
-		}
-		stops[p.Name] = stop
-	}
-	return stops, nil
-}
-
 // recovery is how the other paths carried on after an outage began at cut,
 // until the download ended at end, from the times their data packets were
 // delivered: outage_first_PATH from cut to PATH's first after it (absent if
@@ -347,17 +317,18 @@ func (s *Session) watch() (map[string]func() []time.Time, error) {
 // one (a stretch under way at cut counts from cut).
 type recovery map[string]float64
 
-func recoveries(watched map[string]func() []time.Time, cut, end time.Time) recovery {
-	if watched == nil {
+// recoveries reads the paths other than the first outage's; none if the
+// run ended before that outage began (cut is zero).
+func (s *Session) recoveries(delivered map[string][]experiment.Delivery, cut, end time.Time) recovery {
+	if len(s.outages) == 0 || cut.IsZero() {
 		return nil
 	}
 	rec := recovery{}
-	for name, stop := range watched {
-		times := stop()
-		if cut.IsZero() {
-			continue // the run ended before the outage
+	for name, ds := range delivered {
+		if name == s.outages[0].Path {
+			continue
 		}
-		first, idle, ok := afterCut(times, cut, end)
+		first, idle, ok := afterCut(ds, cut, end)
 		if ok {
 			rec["outage_first_"+name] = first.Seconds()
 		}
@@ -366,12 +337,13 @@ func recoveries(watched map[string]func() []time.Time, cut, end time.Time) recov
 	return rec
 }
 
-// afterCut reads one path's delivery times (in order) around an outage
-// that began at cut.
-func afterCut(times []time.Time, cut, end time.Time) (first, idle time.Duration, ok bool) {
+// afterCut reads one path's deliveries (in order) around an outage that
+// began at cut; only data packets count.
+func afterCut(ds []experiment.Delivery, cut, end time.Time) (first, idle time.Duration, ok bool) {
 	last := cut
-	for _, t := range times {
-		if t.Before(cut) {
+	for _, d := range ds {
+		t := d.At
+		if d.Bytes < dataPacket || t.Before(cut) {
 			continue
 		}
 		if t.After(end) {

@@ -120,17 +120,20 @@ func TestCheckFile(t *testing.T) {
 // ended at 10 s.
 func TestAfterCut(t *testing.T) {
 	t0 := time.Now()
-	at := func(s ...float64) []time.Time {
-		var out []time.Time
+	at := func(s ...float64) []experiment.Delivery {
+		var out []experiment.Delivery
 		for _, x := range s {
-			out = append(out, t0.Add(time.Duration(x*float64(time.Second))))
+			out = append(out, experiment.Delivery{At: t0.Add(time.Duration(x * float64(time.Second))), Bytes: 1500})
 		}
 		return out
 	}
 	cut, end := t0.Add(2*time.Second), t0.Add(10*time.Second)
+	// An ACK or a PING answer is not data.
+	acked := append(at(1.9), experiment.Delivery{At: t0.Add(2500 * time.Millisecond), Bytes: 52})
+	acked = append(acked, at(9.5)...)
 	for _, v := range []struct {
 		name        string
-		times       []time.Time
+		ds          []experiment.Delivery
 		first, idle float64
 		ok          bool
 	}{
@@ -143,19 +146,24 @@ func TestAfterCut(t *testing.T) {
 		{"timeout", at(1, 2.5, 4, 9.5, 10), 0.5, 5.5, true},
 		// Never: idle from the cut to the end; packets after the end do not count.
 		{"never", at(1, 1.5, 10.5), 0, 8, false},
+		{"acks", acked, 7.5, 7.5, true},
 	} {
-		first, idle, ok := afterCut(v.times, cut, end)
+		first, idle, ok := afterCut(v.ds, cut, end)
 		if ok != v.ok || (ok && !near(first.Seconds(), v.first)) || !near(idle.Seconds(), v.idle) {
 			t.Errorf("%s: first %v (%v), idle %v; want %v (%v), %v", v.name, first, ok, idle, v.first, v.ok, v.idle)
 		}
 	}
-	rec := recoveries(map[string]func() []time.Time{"lte": func() []time.Time { return at(3.2, 9.9) }}, cut, end)
+	s := &Session{outages: []Outage{{Path: "wifi", Start: 2 * time.Second}}}
+	delivered := map[string][]experiment.Delivery{"wifi": at(1, 1.5), "lte": at(3.2, 9.9)}
+	rec := s.recoveries(delivered, cut, end)
 	if len(rec) != 2 || !near(rec["outage_first_lte"], 1.2) || !near(rec["outage_idle_lte"], 6.7) {
-		t.Errorf("recoveries: %v", rec)
+		t.Errorf("recoveries: %v, want lte's only", rec)
 	}
-	stopped := false
-	if rec := recoveries(map[string]func() []time.Time{"lte": func() []time.Time { stopped = true; return nil }}, time.Time{}, end); len(rec) != 0 || !stopped {
-		t.Errorf("no outage before the end: %v (watch stopped: %v), want no metrics", rec, stopped)
+	if rec := s.recoveries(delivered, time.Time{}, end); len(rec) != 0 {
+		t.Errorf("no outage before the end: %v, want no metrics", rec)
+	}
+	if rec := (&Session{}).recoveries(delivered, cut, end); len(rec) != 0 {
+		t.Errorf("no outages: %v, want no metrics", rec)
 	}
 	if err := (recovery{"outage_idle_lte": 8}).failed(); err == nil || !strings.Contains(err.Error(), "outage_idle_lte 8.000 s") {
 		t.Errorf("failed: %v", err)

@@ -1,56 +1,42 @@
 package mptools
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shunt-net/shunt/experiment"
 )
 
-// countingNet is a network of one path whose downlink count the test sets.
-type countingNet struct {
-	experiment.Network
-	down atomic.Uint64
-}
-
-func (n *countingNet) Paths() []experiment.PathInfo { return []experiment.PathInfo{{Name: "wifi"}} }
-
-func (n *countingNet) LinkBytes(path, dir string) (uint64, error) { return n.down.Load(), nil }
-
-// The meter counts from its start, and its data span leaves out the
-// handshake before and the FIN after.
-func TestWireMeterSpan(t *testing.T) {
-	n := &countingNet{}
-	n.down.Store(5000) // an earlier run's
-	m := startWire(n)
-	step := func(b uint64) time.Duration {
-		n.down.Store(5000 + b)
-		at := time.Since(m.start)
-		time.Sleep(5 * wireTick)
-		return at
-	}
-	step(3000) // handshake
-	first := step(100 << 10)
-	last := step(400 << 10)
-	step(400<<10 + 300) // FIN
-	c := m.counts()
-	if c["wire_wifi"] != 400<<10+300 {
-		t.Fatalf("wire_wifi %v, want %d", c["wire_wifi"], 400<<10+300)
-	}
-	for _, v := range []struct {
-		key  string
-		from time.Duration
-	}{{"wire_first_s_wifi", first}, {"wire_last_s_wifi", last}} {
-		if got := c[v.key]; got < v.from.Seconds() || got > (v.from+4*wireTick).Seconds() {
-			t.Errorf("%s %.3f s, want within 4 ticks after %.3f s", v.key, got, v.from.Seconds())
+// The data span leaves out the handshake before and the FIN after, and
+// wire_P counts every packet.
+func TestWireCountsSpan(t *testing.T) {
+	t0 := time.Now()
+	var ds []experiment.Delivery
+	add := func(sec float64, n, size int) {
+		for range n {
+			ds = append(ds, experiment.Delivery{At: t0.Add(time.Duration(sec * float64(time.Second))), Bytes: size})
 		}
 	}
+	add(0.1, 3, 1000)  // handshake: 3,000 bytes, under the slack
+	add(0.2, 20, 1500) // 33,000 in all: past the slack at 0.2 s
+	add(1.0, 200, 1500)
+	add(2.0, 20, 1500) // the last 16 KB of data from here
+	add(2.5, 5, 60)    // FIN and ACKs
+	c := wireCounts(map[string][]experiment.Delivery{"wifi": ds, "lte": nil}, t0)
+	total := 3000 + 240*1500 + 300
+	for k, want := range map[string]float64{"wire_wifi": float64(total), "wire_first_s_wifi": 0.2, "wire_last_s_wifi": 2.0, "wire_lte": 0} {
+		if got, ok := c[k]; !ok || !near(got, want) {
+			t.Errorf("%s = %v (%v), want %v", k, got, ok, want)
+		}
+	}
+	if _, ok := c["wire_first_s_lte"]; ok {
+		t.Errorf("a path that carried nothing has a data span: %v", c)
+	}
 }
 
-// A network that does not count its links gives no meter.
-func TestWireMeterNone(t *testing.T) {
-	if m := startWire(struct{ experiment.Network }{}); m != nil {
-		t.Fatal("meter on a network without counters")
+// A network that cannot watch its links gives no watch.
+func TestWatchLinksNone(t *testing.T) {
+	if w, err := watchLinks(struct{ experiment.Network }{}); w != nil || err != nil {
+		t.Fatalf("watch %v, %v on a network that cannot watch", w, err)
 	}
 }
