@@ -45,6 +45,9 @@ func (f HTTP) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 type MPH2 struct {
 	Client *mph2.Client
 	FS     bool
+	// Done, if set, is shown every fetch's download (each path's share,
+	// timing and end estimates), for the records.
+	Done func(s Segment, res *mph2.Result)
 }
 
 func (f MPH2) Fetch(ctx context.Context, s Segment) ([]byte, error) {
@@ -55,7 +58,13 @@ func (f MPH2) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 		}
 		o.Size = s.Size
 	}
-	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.Client.Download(ctx, s.URL, w, o) })
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) {
+		res, err := f.Client.Download(ctx, s.URL, w, o)
+		if err == nil && f.Done != nil {
+			f.Done(s, res)
+		}
+		return res, err
+	})
 }
 
 // Downloader is mHTTP's chunked downloader, *mph2.MHTTP.

@@ -227,3 +227,34 @@ func TestMPH2PathDies(t *testing.T) {
 		}
 	}
 }
+
+// MPH2.Done is shown every download, an init segment's too, with what each
+// path delivered of it.
+func TestMPH2Done(t *testing.T) {
+	u, verify := site(t, nil)
+	m := manifest(t, u)
+	c := &mph2.Client{Paths: []mph2.Path{loop("a", 0), loop("b", 0)}}
+	defer c.Close()
+	var seen int
+	f := MPH2{Client: c, FS: true, Done: func(s Segment, res *mph2.Result) {
+		seen++
+		var n int64
+		for _, p := range res.Paths {
+			n += p.Delivered
+		}
+		if n != s.Size || len(res.Paths) != 2 {
+			t.Errorf("%s: paths delivered %d bytes over %d paths, want %d over 2", s.URL, n, len(res.Paths), s.Size)
+		}
+	}}
+	res, err := playAll(u, m, f, verify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := map[int]bool{}
+	for _, s := range res.Segments {
+		reps[s.Rep] = true
+	}
+	if want := len(res.Segments) + len(reps); seen != want {
+		t.Fatalf("Done shown %d downloads, want %d (%d segments, %d init segments)", seen, want, len(res.Segments), len(reps))
+	}
+}

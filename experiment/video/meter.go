@@ -10,6 +10,7 @@ import (
 	"github.com/shunt-net/shunt/dash"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/mph2"
 )
 
 // The Info keys of what each path received during a Go player's playback
@@ -34,6 +35,16 @@ const (
 	LongestGapInfo   = "meter_longest_gap_s"
 )
 
+// The Info keys of what MP-H2's own download of each media segment says of
+// path PATH (modes mph2*): when its first and last byte arrived, in ms since
+// the download began, and its bandwidth estimate at the end in Mbit/s (with
+// a Cache, what the next download's split starts from).
+const (
+	SegmentFirstInfo = "segment_first_ms_"
+	SegmentLastInfo  = "segment_last_ms_"
+	SegmentBWInfo    = "segment_bw_end_"
+)
+
 // pathMeter reads each path's received bytes after every media segment and
 // every tick, relative to what the warm-up left.
 type pathMeter struct {
@@ -46,6 +57,7 @@ type pathMeter struct {
 	segs   []map[string]int64 // so far, at each media segment's end
 	ticks  []map[string]int64 // so far, at each tick
 	tickAt []time.Duration    // when each tick was read, since start
+	mph2   []*mph2.Result     // MP-H2's download of each media segment
 	ran    time.Duration      // start to stop
 	err    error              // the first failed read
 	cancel context.CancelFunc
@@ -151,6 +163,16 @@ func (pm *pathMeter) segmentDone(s dash.Segment) {
 	}
 }
 
+// downloaded keeps MP-H2's result for a media segment (dash.MPH2.Done).
+func (pm *pathMeter) downloaded(s dash.Segment, res *mph2.Result) {
+	if pm.inits[s.URL] {
+		return
+	}
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	pm.mph2 = append(pm.mph2, res)
+}
+
 // info is the record's per-path keys.
 func (pm *pathMeter) info() map[string]string {
 	pm.mu.Lock()
@@ -168,6 +190,23 @@ func (pm *pathMeter) info() map[string]string {
 		}
 		out[SegmentKBInfo+p] = strings.Join(seg, ",")
 		out[TimelineInfo+p] = strings.Join(tl, ",")
+	}
+	for i, p := range pm.paths {
+		var first, last, bw []string
+		for _, r := range pm.mph2 {
+			if i >= len(r.Paths) {
+				continue
+			}
+			pr := r.Paths[i]
+			first = append(first, strconv.FormatInt(pr.FirstData.Milliseconds(), 10))
+			last = append(last, strconv.FormatInt(pr.LastData.Milliseconds(), 10))
+			bw = append(bw, strconv.FormatFloat(pr.Bandwidth*8/1e6, 'f', 2, 64))
+		}
+		if len(pm.mph2) > 0 {
+			out[SegmentFirstInfo+p] = strings.Join(first, ",")
+			out[SegmentLastInfo+p] = strings.Join(last, ",")
+			out[SegmentBWInfo+p] = strings.Join(bw, ",")
+		}
 	}
 	return out
 }

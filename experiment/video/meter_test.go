@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/dash"
+	"github.com/shunt-net/shunt/mph2"
 )
 
 // The meter's per-segment split is each media segment's share since the
@@ -47,6 +48,18 @@ func TestPathMeter(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("info %v, want %v", got, want)
+	}
+	// MP-H2's own account of each media segment, the init's left out.
+	pm.downloaded(dash.Segment{URL: "http://x/init-1.m4s"}, &mph2.Result{Paths: []mph2.PathResult{{LastData: time.Second}, {}}})
+	pm.downloaded(dash.Segment{URL: "http://x/chunk-1-0.m4s"}, &mph2.Result{Paths: []mph2.PathResult{
+		{FirstData: 30 * time.Millisecond, LastData: 400 * time.Millisecond, Bandwidth: 625000},
+		{FirstData: 70 * time.Millisecond, LastData: 390 * time.Millisecond, Bandwidth: 250000}}})
+	got = pm.info()
+	for k, v := range map[string]string{SegmentFirstInfo + "a": "30", SegmentLastInfo + "a": "400", SegmentBWInfo + "a": "5.00",
+		SegmentFirstInfo + "b": "70", SegmentLastInfo + "b": "390", SegmentBWInfo + "b": "2.00"} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
 	}
 	pm.mark(&pm.ticks)
 	if pm.err == nil || len(pm.ticks) != 1 {

@@ -357,6 +357,10 @@ func (s *Session) play(ctx context.Context, start func() error) (*dash.Result, *
 	if s.c.ABR == "bola" {
 		abr = dash.NewBOLA()
 	}
+	if m, ok := f.(dash.MPH2); ok {
+		m.Done = meter.downloaded
+		f = m
+	}
 	p := &dash.Player{Manifest: s.m, ABR: abr, Fetcher: meteredFetcher{f, meter}, Segments: s.c.Segments, Verify: s.verify}
 	res, err := p.Play(ctx)
 	if err = errors.Join(err, meter.stop()); err != nil {

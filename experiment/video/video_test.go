@@ -85,6 +85,15 @@ func TestPlayLocal(t *testing.T) {
 		if bytes := int64(res.Counts["bytes"]); kb < bytes/1000-2 || kb > bytes*21/20/1000 {
 			t.Errorf("%s: %d kB received on the path for %d bytes of segments", mode, kb, bytes)
 		}
+		// MP-H2's own account of each media segment's path: first and last
+		// byte, end estimate.
+		if strings.HasPrefix(mode, "mph2") {
+			for _, k := range []string{SegmentFirstInfo, SegmentLastInfo, SegmentBWInfo} {
+				if n := len(strings.Split(res.Info[k+"loopback"], ",")); n != 2 {
+					t.Errorf("%s: %s has %d entries, want 2", mode, k+"loopback", n)
+				}
+			}
+		}
 	}
 }
 
