@@ -11,6 +11,7 @@ type streamTable struct {
 	slots []*stream // nil: empty, never used since the last rehash; len a power of two, or 0
 	n     int       // streams
 	dead  int       // slots holding tombstone
+	spare []*stream // the array before the last rehash, cleared, for the next one of its size
 }
 
 const minStreamSlots = 16
@@ -55,19 +56,30 @@ func (t *streamTable) put(st *stream) {
 	t.n++
 }
 
-// rehash puts the streams in a new array a quarter full, without
-// tombstones.
+// rehash puts the streams in an array a quarter full, without
+// tombstones. Closed streams' tombstones bring it on every few requests
+// at a steady load, of the same size: the two arrays take turns, rather
+// than one allocated each time (as much garbage as the rest of a request).
 func (t *streamTable) rehash() {
 	old := t.slots
 	size := minStreamSlots
 	for size < 4*(t.n+1) {
 		size *= 2
 	}
-	t.slots, t.n, t.dead = make([]*stream, size), 0, 0
+	if len(t.spare) == size {
+		t.slots, t.spare = t.spare, nil
+	} else {
+		t.slots = make([]*stream, size)
+	}
+	t.n, t.dead = 0, 0
 	for _, st := range old {
 		if st != nil && st != tombstone {
 			t.put(st)
 		}
+	}
+	if len(old) == size {
+		clear(old)
+		t.spare = old
 	}
 }
 
