@@ -29,6 +29,7 @@ type responseWriter struct {
 	contentLength int64
 	written       int64
 	isHead        bool
+	ended         bool // finish ran (CloseWrite or the handler's return)
 	trailerKeys   []string
 	// prepared are WritePrepared's fields, sent after those of the header map.
 	prepared []hpack.HeaderField
@@ -185,6 +186,9 @@ func (w *responseWriter) beginWrite(n int) (send bool, err error) {
 	if !bodyAllowed(w.status) {
 		return false, http.ErrBodyNotAllowed
 	}
+	if w.ended {
+		return false, errWriteClosed
+	}
 	if w.contentLength >= 0 && w.written+int64(n) > w.contentLength {
 		return false, http.ErrContentLength
 	}
@@ -237,6 +241,17 @@ func (w *responseWriter) writeErr(err error) error {
 	return err
 }
 
+// errWriteClosed is a response body write after CloseWrite.
+var errWriteClosed = errors.New("h2: response written after CloseWrite")
+
+// CloseWrite ends the response now (END_STREAM after what was written)
+// while the handler goes on reading the request body: either direction of
+// a CONNECT tunnel ends on its own (RFC 9113 8.5). Writes after it fail.
+func (w *responseWriter) CloseWrite() error {
+	w.finish()
+	return w.sendErr()
+}
+
 // Flush sends the headers and everything written so far.
 func (w *responseWriter) Flush() {
 	if !w.wroteHeader {
@@ -253,6 +268,11 @@ func (w *responseWriter) Flush() {
 // FlushError is Flush reporting whether the stream can still carry data.
 func (w *responseWriter) FlushError() error {
 	w.Flush()
+	return w.sendErr()
+}
+
+// sendErr is why the stream can carry no more data, nil while it can.
+func (w *responseWriter) sendErr() error {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	if err := w.st.send.err; err != nil {
@@ -300,6 +320,10 @@ func isTrailerPrefixed(name string) bool { return strings.HasPrefix(name, lowerT
 
 // finish completes the response after the handler returned.
 func (w *responseWriter) finish() {
+	if w.ended {
+		return
+	}
+	w.ended = true
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}

@@ -107,8 +107,8 @@ func (c Config) Validate() error {
 			return errors.New("proxy: Intercept: terminates the tunnels a hints Policy covers; set one")
 		case c.TLS:
 			// A browser sends CONNECT to an HTTPS proxy over HTTP/2,
-			// which the proxy does not take.
-			return errors.New("proxy: Intercept needs the proxy in cleartext (not TLS): CONNECT is taken over HTTP/1.1 only")
+			// which the proxy tunnels but does not terminate.
+			return errors.New("proxy: Intercept needs the proxy in cleartext (not TLS): CONNECT is intercepted over HTTP/1.1 only")
 		}
 	}
 	if c.SplitMin < 0 || c.ConnectTimeout < 0 || c.IdleTimeout < 0 || c.HandoverAfter < 0 {

@@ -26,7 +26,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/server"
+	"golang.org/x/net/http2"
 )
 
 // Proxy is an http.Handler; serve it with server.Server for HTTP/1.1 and h2c
@@ -188,11 +190,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusBadRequest, fmt.Errorf("CONNECT %s names this proxy itself", addr))
 		return
 	}
-	if r.ProtoMajor != 1 {
-		p.fail(w, r, http.StatusNotImplemented, fmt.Errorf("CONNECT %s over HTTP/%d: only HTTP/1.1 CONNECT is tunnelled", addr, r.ProtoMajor))
+	terminate := p.Intercept != nil && p.Intercept.covers(addr)
+	if terminate && r.ProtoMajor != 1 {
+		// The terminated connections go to a listener as net.Conns; an
+		// HTTP/2 stream is not one.
+		p.fail(w, r, http.StatusNotImplemented, fmt.Errorf("CONNECT %s over HTTP/%d: only HTTP/1.1 CONNECT is intercepted", addr, r.ProtoMajor))
 		return
 	}
-	terminate := p.Intercept != nil && p.Intercept.covers(addr)
 	if terminate && p.Preconnect != nil {
 		p.Preconnect("https", addr)
 	}
@@ -204,6 +208,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer oc.Close()
+	}
+	if r.ProtoMajor != 1 {
+		p.tunnelStream(w, r, oc)
+		return
 	}
 	ac, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -237,6 +245,50 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 }
 
+// tunnelStream carries an HTTP/2 CONNECT's tunnel in its stream (RFC 9113
+// 8.5): the request body goes to the origin, the origin's bytes come back
+// as the response body. END_STREAM and the origin's FIN each half-close the
+// other side; an error on the origin connection resets the stream with
+// CONNECT_ERROR, and a reset stream resets the origin connection.
+func (p *Proxy) tunnelStream(w http.ResponseWriter, r *http.Request, oc net.Conn) {
+	w.Header().Set("Via", "2.0 "+via)
+	w.WriteHeader(http.StatusOK)
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	up := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(oc, r.Body)
+		if err != nil {
+			abort(oc)
+		} else {
+			closeWrite(oc)
+		}
+		up <- err
+	}()
+	if _, err := io.Copy(flushWriter{w}, oc); err != nil {
+		abort(oc)
+		st := h2.StreamFromContext(r.Context())
+		if st == nil {
+			panic(http.ErrAbortHandler) // another engine's stream: its own reset
+		}
+		// On a stream the application has reset already this is nothing.
+		st.Reset(http2.ErrCodeConnect)
+	} else {
+		closeWrite(w)
+	}
+	<-up
+}
+
+// abort closes c with a TCP RST where it can: an error on a CONNECT
+// stream is one on its origin connection too (RFC 9113 8.5).
+func abort(c net.Conn) {
+	if l, ok := c.(interface{ SetLinger(int) error }); ok {
+		l.SetLinger(0)
+	}
+	c.Close()
+}
+
 // tunnelConn is a terminated CONNECT's connection; target is the HOST:PORT
 // it named, which the connection gives as its local address: the one the
 // application connected to, whose certificate the proxy presents (through
@@ -257,9 +309,10 @@ func (a targetAddr) String() string { return string(a) }
 // NetConn returns the wrapped connection, as tls.Conn does.
 func (c *tunnelConn) NetConn() net.Conn { return c.Conn }
 
-// closeWrite half-closes c when it can, so each direction of a tunnel ends
-// on its own; otherwise the deferred Close ends both.
-func closeWrite(c net.Conn) {
+// closeWrite half-closes c (a connection, or an HTTP/2 response) when it
+// can, so each direction of a tunnel ends on its own; otherwise the
+// deferred Close, or the handler's return, ends both.
+func closeWrite(c any) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
