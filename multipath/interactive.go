@@ -287,8 +287,8 @@ func (s *Scheduler) fastest(now time.Time, ok func(PathID) bool) (PathID, bool) 
 
 // keepBusy gives path p, to which a move waits for ProbeConfirm, the tail
 // of the range in use once p's own work ends within a round trip: what p
-// delivers until the move is due and its request answered, once per
-// download. Left idle, the probe's path waited for the move (the testbed's
+// delivers until the move is due and its request answered, at most
+// ProbeMax, once per download. Left idle, the probe's path waited for the move (the testbed's
 // att-tmo at 1 MB: lte idle 0.15-0.27 s, then sending again round trip by
 // round trip), which cost more than the probe's bytes gained: 1.03x the
 // best single path.
@@ -310,7 +310,10 @@ func (s *Scheduler) keepBusy(now time.Time, p PathID) {
 	if x == nil {
 		return
 	}
-	n := int64(bw * (ProbeConfirm - now.Sub(s.movable) + s.baseRTT(p)).Seconds())
+	// At most a probe's worth: the move is not confirmed yet, and a path
+	// whose estimate is still a slow start's (or loopback's, unbounded)
+	// would otherwise take the whole rest without a move.
+	n := min(int64(bw*(ProbeConfirm-now.Sub(s.movable)+s.baseRTT(p)).Seconds()), ProbeMax)
 	a := max(x.end-min(n, s.room(p)), min(max(s.committed(now, x), x.pos), x.end))
 	if x.end-a < s.cfg.MinChunk {
 		return
