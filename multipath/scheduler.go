@@ -1190,8 +1190,10 @@ func (s *Scheduler) schedule(now time.Time) {
 		}
 		o := s.orphans[0]
 		n := s.fit(p, o.a, o.b)
-		if k := s.piece(now, p); s.inOrder() && n-k >= s.cfg.MinChunk {
-			n = k // a rest under MinChunk goes with the last piece
+		if s.inOrder() {
+			if k := s.piece(now, p); n-k >= s.cfg.MinChunk {
+				n = k // a rest under MinChunk goes with the last piece
+			}
 		}
 		if o.a+n < o.b {
 			s.orphans[0].a = o.a + n
