@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -48,5 +49,33 @@ func TestCloseWriteKeepsRequestBody(t *testing.T) {
 	pw.Close()
 	if b := <-got; b != "request" {
 		t.Fatalf("handler read %q, want the body sent after the response ended", b)
+	}
+}
+
+// CloseWrite succeeds when the response's END_STREAM closes the stream
+// before CloseWrite returns: the request body had already ended (the CI
+// flake of 28 Nov, where the client's body arrived in that window).
+func TestCloseWriteAfterRequestEnded(t *testing.T) {
+	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, "response")
+		if err := w.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+			t.Errorf("CloseWrite: %v", err)
+		}
+	}), Config{}, false)
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, _ string, _ *tls.Config) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, ts.addr)
+	}}
+	defer tr.CloseIdleConnections()
+	for i := 0; i < 200 && !t.Failed(); i++ {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ts.addr+"/", strings.NewReader("request"))
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(res.Body); err != nil || string(b) != "response" {
+			t.Fatalf("response %q, %v", b, err)
+		}
 	}
 }

@@ -249,7 +249,15 @@ var errWriteClosed = errors.New("h2: response written after CloseWrite")
 // a CONNECT tunnel ends on its own (RFC 9113 8.5). Writes after it fail.
 func (w *responseWriter) CloseWrite() error {
 	w.finish()
-	return w.sendErr()
+	// The END_STREAM may have closed the stream already (the request had
+	// ended): that is success, not the write failure sendErr would report.
+	w.c.mu.Lock()
+	err := w.st.send.err
+	w.c.mu.Unlock()
+	if err == nil || errors.Is(err, errStreamDone) {
+		return nil
+	}
+	return w.writeErr(err)
 }
 
 // Flush sends the headers and everything written so far.
