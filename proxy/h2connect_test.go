@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/server"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -25,19 +26,24 @@ import (
 // client and returns the response and the request body's writer.
 func h2Connect(t *testing.T, px, target string) (*http.Response, *io.PipeWriter) {
 	t.Helper()
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, _ string, _ *tls.Config) (net.Conn, error) {
+	return h2ConnectVia(t, &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, _ string, _ *tls.Config) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, px)
-	}}
+	}}, "http://"+target)
+}
+
+// h2ConnectVia sends CONNECT url over tr.
+func h2ConnectVia(t *testing.T, tr *http2.Transport, url string) (*http.Response, *io.PipeWriter) {
+	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
 	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodConnect, "http://"+target, pr)
+	req, err := http.NewRequest(http.MethodConnect, url, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := tr.RoundTrip(req)
 	if err != nil {
-		t.Fatalf("CONNECT %s: %v", target, err)
+		t.Fatalf("CONNECT %s: %v", url, err)
 	}
 	t.Cleanup(func() { pw.Close(); res.Body.Close() })
 	return res, pw
@@ -60,8 +66,47 @@ func (streamConn) SetWriteDeadline(time.Time) error { return nil }
 // close ends the stream (END_STREAM, no reset).
 func TestProxyH2ConnectTLS(t *testing.T) {
 	tlsOrigin := origin(t, true)
-	px := mpProxy(t)
-	res, pw := h2Connect(t, px, tlsOrigin)
+	res, pw := h2Connect(t, mpProxy(t), tlsOrigin)
+	tunnelTLSGet(t, res, pw, tlsOrigin)
+}
+
+// shunt proxy --tls: a browser speaks HTTP/2 to the proxy over TLS (ALPN
+// h2) and opens its tunnels as CONNECT streams on that connection.
+func TestProxyH2ConnectOverTLSProxy(t *testing.T) {
+	tlsOrigin := origin(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{{Name: "a"}, {Name: "b"}}, TLS: true, ErrorLog: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); r.Wait() })
+	var proto string
+	dials := 0
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DialTLSContext: func(ctx context.Context, network, _ string, cfg *tls.Config) (net.Conn, error) {
+		dials++
+		d := tls.Dialer{Config: cfg}
+		c, err := d.DialContext(ctx, network, r.Addr)
+		if err == nil {
+			proto = c.(*tls.Conn).ConnectionState().NegotiatedProtocol
+		}
+		return c, err
+	}}
+	for i := 0; i < 2; i++ { // two tunnels, one connection to the proxy
+		res, pw := h2ConnectVia(t, tr, "https://"+tlsOrigin)
+		if proto != "h2" {
+			t.Fatalf("ALPN with the proxy: %q, want h2", proto)
+		}
+		tunnelTLSGet(t, res, pw, tlsOrigin)
+	}
+	if dials != 1 {
+		t.Fatalf("%d connections to the proxy for two tunnels, want 1", dials)
+	}
+}
+
+// tunnelTLSGet runs TLS and an HTTP/1.1 GET through an established CONNECT
+// stream and checks the body byte for byte and the stream's clean end.
+func tunnelTLSGet(t *testing.T, res *http.Response, pw *io.PipeWriter, tlsOrigin string) {
+	t.Helper()
 	if res.StatusCode != 200 {
 		t.Fatalf("CONNECT: status %d, want 200", res.StatusCode)
 	}
