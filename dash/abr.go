@@ -32,8 +32,10 @@ type Exo struct {
 	MaxDurationForDecrease time.Duration // 25 s
 	InitialBitrate         float64       // bit/s before the meter has an estimate: 1 Mbit/s
 	meter                  slidingPercentile
-	transferred            int64
-	elapsed                time.Duration
+	transferred            int64 // totalBytesTransferred
+	elapsed                int64 // totalElapsedTimeMs
+	sample                 int64 // sampleBytesTransferred: bytes not in a sample yet
+	estimate               int64 // bitrateEstimate, bit/s; 0 until published
 }
 
 // NewExo is ExoPlayer's defaults.
@@ -52,19 +54,34 @@ const (
 
 // Estimate is the meter's bandwidth estimate, bit/s.
 func (e *Exo) Estimate() float64 {
-	if e.elapsed < exoElapsedForEstimate && e.transferred < exoBytesForEstimate || len(e.meter.samples) == 0 {
+	if e.estimate == 0 {
 		return e.InitialBitrate
 	}
-	return e.meter.percentile(0.5)
+	return float64(e.estimate)
 }
 
+// Observe is DefaultBandwidthMeter.onTransferEnd for one transfer of bytes
+// over elapsed (its response headers to its last byte). The meter counts
+// whole milliseconds, and a transfer under one (a small init segment
+// arriving with its headers) adds no sample: its bytes are carried into
+// the next one, and counted in the total again then, as ExoPlayer does.
+// ExoPlayer subtracts two millisecond clock readings; truncating the
+// duration differs from that by at most 1 ms.
 func (e *Exo) Observe(bytes int64, elapsed time.Duration) {
-	if elapsed <= 0 || bytes <= 0 {
+	ms := elapsed.Milliseconds()
+	e.sample += bytes
+	e.elapsed += ms
+	e.transferred += e.sample
+	if ms <= 0 {
 		return
 	}
-	e.transferred += bytes
-	e.elapsed += elapsed
-	e.meter.add(math.Sqrt(float64(bytes)), float64(bytes)*8/elapsed.Seconds())
+	// Weight (int) sqrt(bytes), as ExoPlayer's addSample takes it.
+	e.meter.add(math.Floor(math.Sqrt(float64(e.sample))), float64(e.sample)*8000/float64(ms))
+	e.sample = 0
+	// The estimate is published only when a sample is added, once enough has been seen.
+	if e.elapsed >= exoElapsedForEstimate.Milliseconds() || e.transferred >= exoBytesForEstimate {
+		e.estimate = int64(e.meter.percentile(0.5))
+	}
 }
 
 func (e *Exo) Choose(s State) int {

@@ -85,3 +85,23 @@ func TestBOLA(t *testing.T) {
 		t.Fatalf("buffer 24 s (near the 25 s target): rung %d, want the top", got)
 	}
 }
+
+// DefaultBandwidthMeter counts whole milliseconds: a transfer under one adds
+// no sample, and its bytes go into the next sample (and into the total
+// twice, as ExoPlayer counts them). The estimate is published only when a
+// sample is added.
+func TestExoMeterCarriesShortTransfers(t *testing.T) {
+	e := NewExo()
+	e.Observe(600<<10, 900*time.Microsecond) // past 512 KB, but under 1 ms: no sample
+	if len(e.meter.samples) != 0 || e.Estimate() != 1e6 || e.transferred != 600<<10 {
+		t.Fatalf("samples %v, estimate %v, total %d", e.meter.samples, e.Estimate(), e.transferred)
+	}
+	e.Observe(400<<10, 1999*time.Microsecond) // 1 ms of 1000 KB
+	want := wsample{weight: 1011, value: 1000 << 10 * 8000}
+	if len(e.meter.samples) != 1 || e.meter.samples[0] != want || e.transferred != 1600<<10 || e.elapsed != 1 {
+		t.Fatalf("samples %v (want %v), total %d, elapsed %d ms", e.meter.samples, want, e.transferred, e.elapsed)
+	}
+	if e.Estimate() != want.value {
+		t.Fatalf("estimate %v, want %v", e.Estimate(), want.value)
+	}
+}

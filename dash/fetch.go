@@ -16,7 +16,7 @@ import (
 // segment.
 type HTTP struct{ RT http.RoundTripper }
 
-func (f HTTP) Fetch(ctx context.Context, s Segment) ([]byte, error) {
+func (f HTTP) Fetch(ctx context.Context, s Segment, started func()) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
 		return nil, err
@@ -29,6 +29,7 @@ func (f HTTP) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("status %s", res.Status)
 	}
+	started()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
 		return nil, fmt.Errorf("after %d bytes: %w", len(data), err)
@@ -50,8 +51,8 @@ type MPH2 struct {
 	Done func(s Segment, res *mph2.Result)
 }
 
-func (f MPH2) Fetch(ctx context.Context, s Segment) ([]byte, error) {
-	var o mph2.Options
+func (f MPH2) Fetch(ctx context.Context, s Segment, started func()) ([]byte, error) {
+	o := mph2.Options{OnResponse: func(int, http.Header, int64) { started() }}
 	if f.FS {
 		if s.Size <= 0 {
 			return nil, fmt.Errorf("MP-H2+FS needs the segment's size, and the manifest gives none")
@@ -69,14 +70,14 @@ func (f MPH2) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 
 // Downloader is mHTTP's chunked downloader, *mph2.MHTTP.
 type Downloader interface {
-	Download(ctx context.Context, rawURL string, w io.WriterAt) (*mph2.Result, error)
+	Download(ctx context.Context, rawURL string, w io.WriterAt, onResponse func()) (*mph2.Result, error)
 }
 
 // Chunked fetches each segment with mHTTP.
 type Chunked struct{ D Downloader }
 
-func (f Chunked) Fetch(ctx context.Context, s Segment) ([]byte, error) {
-	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.D.Download(ctx, s.URL, w) })
+func (f Chunked) Fetch(ctx context.Context, s Segment, started func()) ([]byte, error) {
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.D.Download(ctx, s.URL, w, started) })
 }
 
 // MSPlayer fetches each segment with MSPlayer's scheduler, told the
@@ -84,12 +85,12 @@ func (f Chunked) Fetch(ctx context.Context, s Segment) ([]byte, error) {
 // segment's last chunks are split over the paths.
 type MSPlayer struct{ P *mph2.MSPlayer }
 
-func (f MSPlayer) Fetch(ctx context.Context, s Segment) ([]byte, error) {
+func (f MSPlayer) Fetch(ctx context.Context, s Segment, started func()) ([]byte, error) {
 	size := s.Size
 	if size <= 0 {
 		size = -1
 	}
-	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.P.Download(ctx, s.URL, size, w) })
+	return fetchAt(func(w io.WriterAt) (*mph2.Result, error) { return f.P.Download(ctx, s.URL, size, w, started) })
 }
 
 // fetchAt runs a download into memory and returns its bytes, all written.

@@ -164,6 +164,25 @@ func TestFetchersPlay(t *testing.T) {
 	}
 }
 
+// Every fetcher reports its response headers once per segment, however
+// many requests it splits the segment into, and before it returns: the
+// start of the player's throughput sample.
+func TestFetchersReportHeaders(t *testing.T) {
+	u, _ := site(t, nil)
+	m := manifest(t, u)
+	for name, f := range fetchers(loop("a", 0), loop("b", 0)) {
+		for _, s := range m.Reps[len(m.Reps)-1].Segments {
+			var n atomic.Int32
+			if _, err := f.Fetch(context.Background(), s, func() { n.Add(1) }); err != nil {
+				t.Fatalf("%s: %s: %v", name, s.URL, err)
+			}
+			if n.Load() != 1 {
+				t.Fatalf("%s: %s: headers reported %d times, want once", name, s.URL, n.Load())
+			}
+		}
+	}
+}
+
 // A server that ignores Range: one GET (single) and MP-H2 (which falls back
 // to one path) play on; the chunked baselines stop with an error that says
 // so. No fetcher hands the player a wrong segment.

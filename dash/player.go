@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shunt-net/shunt/internal/ctxtime"
@@ -23,9 +24,15 @@ func (WallClock) Now() time.Time { return time.Now() }
 func (WallClock) Sleep(ctx context.Context, d time.Duration) error { return ctxtime.Sleep(ctx, d) }
 
 // Fetcher fetches one segment whole. It returns exactly the segment's bytes
-// or an error: never a short or padded body.
+// or an error: never a short or padded body. It calls started once, when
+// the fetch's first response headers have arrived: ExoPlayer's
+// DefaultHttpDataSource calls transferStarted there, after the response
+// code and headers are read, and DefaultBandwidthMeter's sample starts with
+// it. A fetcher that splits one segment over several requests (MP-H2,
+// MSPlayer, mHTTP) is one transfer to the player, started by the first of
+// its responses.
 type Fetcher interface {
-	Fetch(ctx context.Context, s Segment) ([]byte, error)
+	Fetch(ctx context.Context, s Segment, started func()) ([]byte, error)
 }
 
 // Player plays a Manifest: it fetches segment after segment (the next one as
@@ -77,6 +84,18 @@ type SegmentLog struct {
 	Start   time.Duration // fetch start, since the player started
 	Fetch   time.Duration // request to last byte (init segment included on a switch)
 	Buffer  time.Duration // buffered media when the fetch ended, this segment included
+	// Sample is the segment's transfer as the ABR's meter timed it; Init is
+	// its representation's init segment's, a transfer and sample of its
+	// own (InitializationChunk), zero unless fetched with this segment.
+	Sample, Init Transfer
+}
+
+// Transfer is one fetch as ExoPlayer's bandwidth meter times it, since the
+// player started: from its response headers (transferStarted) to its last
+// byte (transferEnd), so the request's round trip is not in the sample.
+type Transfer struct {
+	Bytes      int64
+	Start, End time.Duration
 }
 
 // Result is one playback.
@@ -181,23 +200,21 @@ func (p *Player) Play(ctx context.Context) (*Result, error) {
 		}
 		cur = rep
 		start := p.Clock.Now()
-		var bytes int64
+		var init Transfer
 		if r := m.Reps[rep]; r.Init.URL != "" && !haveInit[rep] {
-			data, err := p.fetch(ctx, r.Init, "init segment of representation "+r.ID)
+			t, err := p.transfer(ctx, r.Init, "init segment of representation "+r.ID, pb.begin)
 			if err != nil {
 				return res, err
 			}
 			haveInit[rep] = true
-			bytes += int64(len(data))
+			init = t
 		}
 		seg := m.Reps[rep].Segments[i]
-		data, err := p.fetch(ctx, seg, fmt.Sprintf("segment %d of representation %s", i, m.Reps[rep].ID))
+		sample, err := p.transfer(ctx, seg, fmt.Sprintf("segment %d of representation %s", i, m.Reps[rep].ID), pb.begin)
 		if err != nil {
 			return res, err
 		}
-		bytes += int64(len(data))
-		end := p.Clock.Now()
-		p.ABR.Observe(bytes, end.Sub(start))
+		end := pb.begin.Add(sample.End)
 		pb.advance(end)
 		pb.level += m.SegmentDuration
 		if !pb.playing {
@@ -215,25 +232,43 @@ func (p *Player) Play(ctx context.Context) (*Result, error) {
 				}
 			}
 		}
-		res.Segments = append(res.Segments, SegmentLog{Index: i, Rep: rep, Bitrate: m.Reps[rep].Bandwidth, Bytes: int64(len(data)),
-			Start: start.Sub(pb.begin), Fetch: end.Sub(start), Buffer: pb.level})
+		res.Segments = append(res.Segments, SegmentLog{Index: i, Rep: rep, Bitrate: m.Reps[rep].Bandwidth, Bytes: sample.Bytes,
+			Start: start.Sub(pb.begin), Fetch: end.Sub(start), Buffer: pb.level, Sample: sample, Init: init})
 	}
 	res.Media = time.Duration(n) * m.SegmentDuration
 	return res, nil
 }
 
-func (p *Player) fetch(ctx context.Context, s Segment, what string) ([]byte, error) {
-	data, err := p.Fetcher.Fetch(ctx, s)
+// transfer fetches s, checks it and gives the ABR its sample: the bytes
+// over the time from the response headers to the last byte, as
+// DefaultBandwidthMeter takes one per transfer. The check (Verify) is this
+// harness's, after the last byte, so it is not in the sample. Times are
+// since begin.
+func (p *Player) transfer(ctx context.Context, s Segment, what string, begin time.Time) (Transfer, error) {
+	var mu sync.Mutex // started may run on a fetcher's goroutine
+	req := p.Clock.Now()
+	headers := req // a fetcher that never reports its headers is timed from its request
+	data, err := p.Fetcher.Fetch(ctx, s, func() {
+		now := p.Clock.Now()
+		mu.Lock()
+		headers = now
+		mu.Unlock()
+	})
+	end := p.Clock.Now()
 	if err != nil {
-		return nil, fmt.Errorf("dash: %s (%s): %w", what, s.URL, err)
+		return Transfer{}, fmt.Errorf("dash: %s (%s): %w", what, s.URL, err)
 	}
 	if s.Size > 0 && int64(len(data)) != s.Size {
-		return nil, fmt.Errorf("dash: %s (%s): %d bytes, the manifest says %d", what, s.URL, len(data), s.Size)
+		return Transfer{}, fmt.Errorf("dash: %s (%s): %d bytes, the manifest says %d", what, s.URL, len(data), s.Size)
 	}
 	if p.Verify != nil {
 		if err := p.Verify(s, data); err != nil {
-			return nil, fmt.Errorf("dash: %s (%s): %w", what, s.URL, err)
+			return Transfer{}, fmt.Errorf("dash: %s (%s): %w", what, s.URL, err)
 		}
 	}
-	return data, nil
+	mu.Lock()
+	t := Transfer{Bytes: int64(len(data)), Start: headers.Sub(begin), End: end.Sub(begin)}
+	mu.Unlock()
+	p.ABR.Observe(t.Bytes, t.End-t.Start)
+	return t, nil
 }

@@ -73,7 +73,7 @@ func warm(ctx context.Context, paths []Path, trs []*h2.Transport, rawURL string)
 	for i, tr := range trs {
 		pu, err := pathURL(ctx, paths[i], u)
 		if err == nil {
-			_, _, err = getRange(ctx, tr, pu, -1, -1, io.Discard)
+			_, _, err = getRange(ctx, tr, pu, -1, -1, io.Discard, func() {})
 		}
 		if err != nil {
 			return fmt.Errorf("warm-up on path %s: %w", paths[i].Label(i), err)
@@ -86,12 +86,14 @@ var errBeyondEnd = errors.New("range beyond the object")
 
 // Download fetches rawURL in chunks over the paths and writes every byte
 // at its offset in w. Result has Size, Total and each path's Requests and
-// Delivered.
-func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Result, error) {
+// Delivered. onResponse, if not nil, is called once, when the first
+// response's headers have arrived (a player's meter starts its sample
+// there).
+func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt, onResponse func()) (*Result, error) {
 	if m.Chunk <= 0 {
 		return nil, fmt.Errorf("mhttp: chunk size %d: want a positive size", m.Chunk)
 	}
-	return chunked(ctx, "mhttp", m.Paths, m.transports(), rawURL, -1, w, func(int, int64) int64 { return m.Chunk }, nil)
+	return chunked(ctx, "mhttp", m.Paths, m.transports(), rawURL, -1, w, func(int, int64) int64 { return m.Chunk }, nil, onResponse)
 }
 
 // chunked is the download loop mHTTP and MSPlayer share: every path claims
@@ -100,9 +102,10 @@ func (m *MHTTP) Download(ctx context.Context, rawURL string, w io.WriterAt) (*Re
 // reports each completed chunk to done. Unless size says it (-1: unknown),
 // the object's size comes from the first response's Content-Range; until
 // then each path claims chunks blindly (bytes unclaimed -1), and a chunk past
-// the end is answered 416.
+// the end is answered 416. onResponse (nil: none) is called once, with the
+// first valid response's headers.
 func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport, rawURL string, size int64, w io.WriterAt,
-	claimSize func(p int, rem int64) int64, done func(p int, n int64, d time.Duration)) (*Result, error) {
+	claimSize func(p int, rem int64) int64, done func(p int, n int64, d time.Duration), onResponse func()) (*Result, error) {
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -130,6 +133,10 @@ func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport
 		next += n
 		return a, next, true
 	}
+	headers := func() {}
+	if onResponse != nil {
+		headers = sync.OnceFunc(onResponse)
+	}
 	start := time.Now()
 	errs := make(chan error, len(trs))
 	for i, tr := range trs {
@@ -147,7 +154,7 @@ func chunked(ctx context.Context, name string, paths []Path, trs []*h2.Transport
 					return
 				}
 				t0 := time.Now()
-				obj, n, err := getRange(ctx, tr, pu, a, b, &offsetWriter{w: w, off: a})
+				obj, n, err := getRange(ctx, tr, pu, a, b, &offsetWriter{w: w, off: a}, headers)
 				if errors.Is(err, errBeyondEnd) {
 					errs <- nil
 					return
@@ -201,10 +208,11 @@ func (o *offsetWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// getRange GETs url (bytes [a, b) if a >= 0), copies the body to w and
-// returns the object's size and the bytes copied. A 206 must be exactly the
-// range asked for (ends clipped to the object).
-func getRange(ctx context.Context, rt http.RoundTripper, url string, a, b int64, w io.Writer) (obj, n int64, err error) {
+// getRange GETs url (bytes [a, b) if a >= 0), calls headers once the
+// response is known to answer the request, copies the body to w and returns
+// the object's size and the bytes copied. A 206 must be exactly the range
+// asked for (ends clipped to the object).
+func getRange(ctx context.Context, rt http.RoundTripper, url string, a, b int64, w io.Writer, headers func()) (obj, n int64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, 0, err
@@ -237,6 +245,7 @@ func getRange(ctx context.Context, rt http.RoundTripper, url string, a, b int64,
 	default:
 		return 0, 0, fmt.Errorf("GET %s: status %s", url, res.Status)
 	}
+	headers()
 	n, err = io.Copy(w, res.Body)
 	return obj, n, err
 }

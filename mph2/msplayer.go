@@ -74,10 +74,12 @@ func (m *MSPlayer) Warm(ctx context.Context, rawURL string) error {
 // Download fetches rawURL, size bytes (-1 if unknown: then the first
 // responses' Content-Range tells it, and the last chunks are not split),
 // into w. Result has Size, Total and each path's Requests and Delivered.
-func (m *MSPlayer) Download(ctx context.Context, rawURL string, size int64, w io.WriterAt) (*Result, error) {
+// onResponse, if not nil, is called once, when the first response's headers
+// have arrived.
+func (m *MSPlayer) Download(ctx context.Context, rawURL string, size int64, w io.WriterAt, onResponse func()) (*Result, error) {
 	m.init()
 	o := m.sched.object()
-	return chunked(ctx, "msplayer", m.Paths, m.trs, rawURL, size, w, o.claim, m.sched.done)
+	return chunked(ctx, "msplayer", m.Paths, m.trs, rawURL, size, w, o.claim, m.sched.done, onResponse)
 }
 
 // msSched is MSPlayer's chunk sizing; its callers serialise calls.

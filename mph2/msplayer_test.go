@@ -194,7 +194,7 @@ func warmMSPlayer(t *testing.T, m *MSPlayer) (ctx context.Context, base string) 
 func msDownload(ctx context.Context, t *testing.T, m *MSPlayer, base string, size, known int64) *Result {
 	t.Helper()
 	f := newMemFile(size)
-	res, err := m.Download(ctx, fmt.Sprintf("%s/gen/%d", base, size), known, f)
+	res, err := m.Download(ctx, fmt.Sprintf("%s/gen/%d", base, size), known, f, nil)
 	if err != nil {
 		t.Fatalf("size %d: %v", size, err)
 	}
@@ -219,7 +219,7 @@ func TestMSPlayerDownload(t *testing.T) {
 		t.Fatalf("estimates %v: want the fast path faster", m.sched.est)
 	}
 	// A size that is not the object's is an error, not a short file.
-	if _, err := m.Download(ctx, base+"/gen/1000", 999, newMemFile(1000)); err == nil {
+	if _, err := m.Download(ctx, base+"/gen/1000", 999, newMemFile(1000), nil); err == nil {
 		t.Fatal("a size that does not match the object: no error")
 	}
 }

@@ -416,7 +416,7 @@ func (s *Session) runMHTTP(ctx context.Context, size int64, timed func() error) 
 		return experiment.Result{}, err
 	}
 	v := &verifyAt{want: size}
-	res, err := m.Download(ctx, s.base+origin.ObjectPath(size), v)
+	res, err := m.Download(ctx, s.base+origin.ObjectPath(size), v, nil)
 	if err != nil {
 		return experiment.Result{}, err
 	}

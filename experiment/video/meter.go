@@ -217,8 +217,8 @@ type meteredFetcher struct {
 	m *pathMeter
 }
 
-func (f meteredFetcher) Fetch(ctx context.Context, s dash.Segment) ([]byte, error) {
-	data, err := f.Fetcher.Fetch(ctx, s)
+func (f meteredFetcher) Fetch(ctx context.Context, s dash.Segment, started func()) ([]byte, error) {
+	data, err := f.Fetcher.Fetch(ctx, s, started)
 	if err == nil {
 		f.m.segmentDone(s)
 	}

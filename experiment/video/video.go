@@ -34,11 +34,17 @@ import (
 // (kbit/s), when its fetch started (seconds since the player started) and
 // the rate it arrived at (Mbit/s: its bytes over its fetch time, request to
 // last byte; for dash.js as the page saw it), which on one path shows what
-// the link delivered.
+// the link delivered. The Go player's also have each segment's throughput
+// sample as its ABR's meter took it (milliseconds since the player started,
+// response headers to last byte, "start-end"), its init segment's when one
+// was fetched with it (else empty), and the sample's rate (Mbit/s).
 const (
-	SegmentKbpsInfo  = "segment_kbps"
-	SegmentStartInfo = "segment_start_s"
-	SegmentRateInfo  = "segment_mbit_s"
+	SegmentKbpsInfo       = "segment_kbps"
+	SegmentStartInfo      = "segment_start_s"
+	SegmentRateInfo       = "segment_mbit_s"
+	SegmentSampleInfo     = "segment_sample_ms"
+	SegmentInitSampleInfo = "segment_init_sample_ms"
+	SegmentSampleRateInfo = "segment_sample_mbit_s"
 )
 
 // Config says which video is played, by which scheduler and ABR:
@@ -271,7 +277,7 @@ func (s *Session) fetcher(ctx context.Context, conns *origin.PathConns) (f dash.
 	single := func(pi experiment.PathInfo, mptcp bool) (dash.Fetcher, func(), error) {
 		tr := &h2.Transport{AllowHTTP: true, DialContext: s.dial(pi, mptcp, conns)}
 		f := dash.HTTP{RT: tr}
-		_, err := f.Fetch(ctx, dash.Segment{URL: s.mpd})
+		_, err := f.Fetch(ctx, dash.Segment{URL: s.mpd}, func() {})
 		return f, tr.CloseIdleConnections, err
 	}
 	switch s.c.Mode {
@@ -381,9 +387,21 @@ func (s *Session) result(res *dash.Result) experiment.Result {
 		Info:   map[string]string{},
 		Sock:   experiment.SockOpts{CC: s.c.CC, MPTCP: s.c.Mode == "mptcp"},
 	}
-	var kbps, starts, rates, stalls []string
+	var kbps, starts, rates, stalls, samples, inits, sampleRates []string
 	var bytes int64
+	span := func(t dash.Transfer) string {
+		return strconv.FormatInt(t.Start.Milliseconds(), 10) + "-" + strconv.FormatInt(t.End.Milliseconds(), 10)
+	}
 	for _, g := range res.Segments {
+		if g.Sample.End > g.Sample.Start {
+			samples = append(samples, span(g.Sample))
+			sampleRates = append(sampleRates, strconv.FormatFloat(float64(g.Sample.Bytes)*8/(g.Sample.End-g.Sample.Start).Seconds()/1e6, 'f', 3, 64))
+			init := ""
+			if g.Init.End > 0 {
+				init = span(g.Init)
+			}
+			inits = append(inits, init)
+		}
 		kbps = append(kbps, strconv.FormatInt(g.Bitrate/1000, 10))
 		starts = append(starts, strconv.FormatFloat(g.Start.Seconds(), 'f', 2, 64))
 		if g.Fetch > 0 {
@@ -393,6 +411,11 @@ func (s *Session) result(res *dash.Result) experiment.Result {
 	}
 	if len(rates) == len(res.Segments) && len(rates) > 0 {
 		out.Info[SegmentRateInfo] = strings.Join(rates, ",")
+	}
+	if len(samples) == len(res.Segments) && len(samples) > 0 {
+		out.Info[SegmentSampleInfo] = strings.Join(samples, ",")
+		out.Info[SegmentInitSampleInfo] = strings.Join(inits, ",")
+		out.Info[SegmentSampleRateInfo] = strings.Join(sampleRates, ",")
 	}
 	for _, st := range res.Stalls {
 		stalls = append(stalls, fmt.Sprintf("%.2f+%.2f", st.At.Seconds(), st.Duration.Seconds()))
