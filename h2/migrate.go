@@ -64,7 +64,7 @@ func (s *Stream) DetachSend(marker Frame) (*SendTail, error) {
 	}
 	st.send.migrated = true
 	st.send.ready = 0
-	c.sched.Remove(st.id)
+	c.sched.Remove(&st.sched)
 	c.queueLocked(marker.wframe(st.id))
 	return &SendTail{st: st, Sent: st.send.sent}, nil
 }

@@ -444,7 +444,7 @@ func (c *Conn) onGoAway(f *http2.GoAwayFrame) error {
 // is waiting there.
 func (c *Conn) reprioritizeLocked(st *stream, p prio.Priority) {
 	st.prio = p
-	c.sched.Update(st.id, p)
+	c.sched.Update(&st.sched, p)
 }
 
 func (c *Conn) onPriorityUpdate(f *http2.PriorityUpdateFrame) error {

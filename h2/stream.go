@@ -37,6 +37,7 @@ type stream struct {
 	// the stream: its receive window already counts those (sentInitial).
 	settingsSeq int
 	prio        prio.Priority
+	sched       prio.Entry // its place in Conn.sched, while it has DATA ready
 
 	send     sendSide
 	sendWin  flow.Send
@@ -159,6 +160,7 @@ func (c *Conn) openStream(st *stream, id uint32, ours bool) *stream {
 	// stream is 1,080 bytes (~270 instructions a request).
 	*st = stream{}
 	st.c, st.id, st.state, st.ours = c, id, stateOpen, ours
+	st.sched.ID = id
 	st.prio = prio.Default
 	st.sendWin = flow.NewSend(c.peer.initialWindow)
 	st.recvWin = flow.NewRecv(c.ourInitial)
@@ -216,7 +218,7 @@ func (c *Conn) closeStreamLocked(st *stream, err error) {
 	}
 	st.state = stateClosed
 	c.streams.del(st.id)
-	c.sched.Remove(st.id)
+	c.sched.Remove(&st.sched)
 	if st.ours {
 		c.activeOurs--
 	} else {
@@ -419,7 +421,7 @@ func (c *Conn) scheduleLocked(st *stream) {
 	if st.send.ready > 0 && st.sendWin.Avail() <= 0 {
 		return
 	}
-	c.sched.Add(st.id, st.prio)
+	c.sched.Add(&st.sched, st.prio)
 	c.wakeWriterLocked()
 }
 

@@ -268,13 +268,14 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 	c.arena = c.arena[:0]
 	maxFrame := min(int(c.peer.maxFrameSize), maxDataFrame, budget)
 	for budget > 0 && !c.connBlocked {
-		id, ok := c.sched.Next()
+		e, ok := c.sched.Next()
 		if !ok {
 			break
 		}
+		id := e.ID
 		st := c.streams.get(id)
 		if st == nil {
-			c.sched.Remove(id)
+			c.sched.Remove(e)
 			continue
 		}
 		s := &st.send
@@ -286,7 +287,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 			n = int(min(int64(n), st.sendWin.Avail(), c.sendWin.Avail()))
 			if n <= 0 {
 				if st.sendWin.Avail() <= 0 {
-					c.sched.Remove(id)
+					c.sched.Remove(e)
 					continue
 				}
 				c.connBlocked = true
@@ -319,7 +320,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 				s.q.Release()
 				c.localClosedLocked(st)
 			} else if !s.sendable() {
-				c.sched.Remove(id)
+				c.sched.Remove(e)
 			}
 			continue
 		}
@@ -333,7 +334,7 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 			}
 			c.localClosedLocked(st)
 		}
-		c.sched.Remove(id)
+		c.sched.Remove(e)
 	}
 	// Every frame queued for the streams closed so far is in this batch
 	// or an earlier one.

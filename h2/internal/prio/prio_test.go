@@ -75,18 +75,29 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// entries gives each stream ID one Entry, as a connection's streams hold
+// theirs.
+type entries map[uint32]*Entry
+
+func (m entries) of(id uint32) *Entry {
+	if m[id] == nil {
+		m[id] = &Entry{ID: id}
+	}
+	return m[id]
+}
+
 // serve runs n Next calls, removing a stream after its frames run out.
 func serve(s *Scheduler, frames map[uint32]int, n int) string {
 	var out []string
 	for i := 0; i < n; i++ {
-		id, ok := s.Next()
+		e, ok := s.Next()
 		if !ok {
 			break
 		}
-		out = append(out, itoa(id))
-		frames[id]--
-		if frames[id] == 0 {
-			s.Remove(id)
+		out = append(out, itoa(e.ID))
+		frames[e.ID]--
+		if frames[e.ID] == 0 {
+			s.Remove(e)
 		}
 	}
 	return strings.Join(out, " ")
@@ -119,9 +130,10 @@ func TestScheduler(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var s Scheduler
+			es := entries{}
 			frames := map[uint32]int{}
 			for _, a := range tc.adds {
-				s.Add(a.id, a.p)
+				s.Add(es.of(a.id), a.p)
 				frames[a.id] = a.n
 			}
 			if got := serve(&s, frames, 100); got != tc.want {
@@ -130,75 +142,141 @@ func TestScheduler(t *testing.T) {
 			if s.Len() != 0 {
 				t.Fatalf("Len = %d after draining", s.Len())
 			}
+			for id, e := range es {
+				if e.Ready() {
+					t.Fatalf("stream %d still ready after draining", id)
+				}
+			}
 		})
 	}
 }
 
 func TestSchedulerUpdateAndRemove(t *testing.T) {
 	var s Scheduler
-	s.Add(1, Default)
-	s.Add(3, Default)
-	s.Add(1, Priority{0, false}) // already ready: ignored
-	s.Update(3, Priority{0, false})
-	if id, _ := s.Next(); id != 3 {
-		t.Fatalf("Next = %d after raising 3, want 3", id)
+	es := entries{}
+	s.Add(es.of(1), Default)
+	s.Add(es.of(3), Default)
+	s.Add(es.of(1), Priority{0, false}) // already ready: ignored
+	s.Update(es.of(3), Priority{0, false})
+	if e, _ := s.Next(); e.ID != 3 {
+		t.Fatalf("Next = %d after raising 3, want 3", e.ID)
 	}
-	s.Update(9, Priority{0, false}) // not ready: ignored
-	if s.Has(9) {
+	s.Update(es.of(9), Priority{0, false}) // not ready: ignored
+	if es.of(9).Ready() || s.Len() != 2 {
 		t.Fatal("Update added a stream that was not ready")
 	}
-	s.Remove(3)
-	s.Remove(3)
-	if id, ok := s.Next(); !ok || id != 1 {
-		t.Fatalf("Next = %d, %v; want 1", id, ok)
+	s.Remove(es.of(3))
+	s.Remove(es.of(3))
+	if s.Len() != 1 {
+		t.Fatalf("Len = %d after removing 3 twice, want 1", s.Len())
 	}
-	s.Add(5, Priority{3, true})
-	s.Add(7, Priority{3, true})
+	if e, ok := s.Next(); !ok || e.ID != 1 {
+		t.Fatalf("Next = %v, %v; want 1", e, ok)
+	}
+	s.Add(es.of(5), Priority{3, true})
+	s.Add(es.of(7), Priority{3, true})
 	s.Next() // serves 1 (non-incremental first)
-	s.Remove(1)
+	s.Remove(es.of(1))
 	a, _ := s.Next()
 	s.Remove(a)
 	b, _ := s.Next()
 	if a == b {
-		t.Fatalf("removed stream %d served again", a)
+		t.Fatalf("removed stream %d served again", a.ID)
+	}
+}
+
+// A random sequence of adds, updates and removes against a model of the
+// ready set: Len and Ready agree with it, and Next serves only ready
+// streams, at the lowest urgency ready.
+func TestSchedulerModel(t *testing.T) {
+	var s Scheduler
+	es := entries{}
+	model := map[uint32]Priority{}
+	r := uint32(1)
+	rnd := func(n uint32) uint32 { r = r*1103515245 + 12345; return (r >> 16) % n }
+	for i := 0; i < 20000; i++ {
+		id := 2*rnd(40) + 1
+		p := Priority{uint8(rnd(8)), rnd(2) == 0}
+		switch rnd(4) {
+		case 0:
+			s.Add(es.of(id), p)
+			if _, ok := model[id]; !ok {
+				model[id] = p
+			}
+		case 1:
+			s.Update(es.of(id), p)
+			if _, ok := model[id]; ok {
+				model[id] = p
+			}
+		case 2:
+			s.Remove(es.of(id))
+			delete(model, id)
+		case 3:
+			e, ok := s.Next()
+			if ok != (len(model) > 0) {
+				t.Fatalf("step %d: Next ok %v with %d ready", i, ok, len(model))
+			}
+			if !ok {
+				continue
+			}
+			q, ready := model[e.ID]
+			if !ready {
+				t.Fatalf("step %d: Next served %d, not ready", i, e.ID)
+			}
+			for _, o := range model {
+				if o.Urgency < q.Urgency {
+					t.Fatalf("step %d: served urgency %d with %d ready", i, q.Urgency, o.Urgency)
+				}
+			}
+		}
+		if s.Len() != len(model) {
+			t.Fatalf("step %d: Len %d, model %d", i, s.Len(), len(model))
+		}
+		for id, e := range es {
+			if _, ok := model[id]; ok != e.Ready() {
+				t.Fatalf("step %d: stream %d Ready %v, model %v", i, id, e.Ready(), ok)
+			}
+		}
 	}
 }
 
 func BenchmarkSchedulerNext(b *testing.B) {
 	var s Scheduler
+	es := entries{}
 	for id := uint32(1); id < 200; id += 2 {
-		s.Add(id, Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
+		s.Add(es.of(id), Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		id, _ := s.Next()
-		s.Remove(id)
-		s.Add(id, Priority{Urgency: uint8(id % 8), Incremental: id%3 == 0})
+		e, _ := s.Next()
+		s.Remove(e)
+		s.Add(e, Priority{Urgency: uint8(e.ID % 8), Incremental: e.ID%3 == 0})
 	}
 }
 
 // Reset frees only an empty scheduler, which then works as new.
 func TestSchedulerReset(t *testing.T) {
 	var s Scheduler
+	es := entries{}
 	if !s.Reset() {
 		t.Error("a new scheduler is not empty")
 	}
-	s.Add(1, Priority{Urgency: 3})
+	s.Add(es.of(1), Priority{Urgency: 3})
 	if s.Reset() {
 		t.Error("Reset dropped a ready stream")
 	}
-	if id, ok := s.Next(); !ok || id != 1 {
-		t.Errorf("Next = %d, %v; want 1", id, ok)
+	if e, ok := s.Next(); !ok || e.ID != 1 {
+		t.Errorf("Next = %v, %v; want 1", e, ok)
 	}
-	s.Remove(1)
+	s.Remove(es.of(1))
 	if !s.Reset() || s.Len() != 0 {
 		t.Error("Reset of an emptied scheduler")
 	}
 	if _, ok := s.Next(); ok {
 		t.Error("Next after Reset returned a stream")
 	}
-	s.Add(5, Priority{Urgency: 1, Incremental: true})
-	if id, ok := s.Next(); !ok || id != 5 {
-		t.Errorf("after Reset, Next = %d, %v; want 5", id, ok)
+	s.Add(es.of(5), Priority{Urgency: 1, Incremental: true})
+	if e, ok := s.Next(); !ok || e.ID != 5 {
+		t.Errorf("after Reset, Next = %v, %v; want 5", e, ok)
 	}
 }
