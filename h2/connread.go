@@ -129,6 +129,22 @@ func (cr *connReader) poll() bool {
 	return true
 }
 
+// framePayload consumes the next frame and returns its payload if all of
+// it is buffered and the payload is at most max bytes; the payload is
+// valid until the next read.
+func (cr *connReader) framePayload(max uint32) ([]byte, bool) {
+	if cr.w-cr.r < frameHeaderLen {
+		return nil, false
+	}
+	b := cr.buf[cr.r:cr.w]
+	n := uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2])
+	if n > max || uint32(len(b)) < frameHeaderLen+n {
+		return nil, false
+	}
+	cr.r += frameHeaderLen + int(n)
+	return b[frameHeaderLen : frameHeaderLen+n], true
+}
+
 // Buffered is how many bytes a Read returns without reading the connection.
 func (cr *connReader) Buffered() int { return cr.w - cr.r }
 

@@ -7,15 +7,19 @@ import (
 	"golang.org/x/net/http2"
 )
 
+// methodPathServer answers every request with its method and path.
+func methodPathServer(t *testing.T) *testServer {
+	return startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.Method + " " + r.URL.Path))
+	}), Config{}, false)
+}
+
 // TestRepeatBlockFollowsTable: a header block that repeats the last one
 // byte for byte is answered from the fields decoded before, but not once
 // a block between them changed the entry it indexes; literals not indexed
 // repeat too; a block with a size update is decoded every time.
 func TestRepeatBlockFollowsTable(t *testing.T) {
-	ts := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(r.Method + " " + r.URL.Path))
-	}), Config{}, false)
-	rc := dialRaw(t, ts.addr)
+	rc := dialRaw(t, methodPathServer(t).addr)
 	// GET (POST), http, then :path as a literal indexed into the dynamic
 	// table (entry 62), or as entry 62 itself (0xbe).
 	literal := func(method byte, p string) []byte { return append([]byte{method, 0x86, 0x44, byte(len(p))}, p...) }
