@@ -427,21 +427,20 @@ func appendHeaderFields(fields []hpack.HeaderField, h http.Header, skip func(str
 
 // statusTexts holds the :status values of the registered codes, by code:
 // an array, not a map (a map lookup cost ~80 instructions a response).
-var statusTexts = func() map[int]string {
-	m := make(map[int]string)
-	for code := 100; code < 600; code++ {
+var statusTexts = func() (a [600]string) {
+	for code := 100; code < len(a); code++ {
 		if http.StatusText(code) != "" {
-			m[code] = strconv.Itoa(code)
+			a[code] = strconv.Itoa(code)
 		}
 	}
-	return m
+	return a
 }()
 
 // statusText returns the :status value for code without allocating for
 // registered codes.
 func statusText(code int) string {
-	if s, ok := statusTexts[code]; ok {
-		return s
+	if code >= 0 && code < len(statusTexts) && statusTexts[code] != "" {
+		return statusTexts[code]
 	}
 	return strconv.Itoa(code)
 }
