@@ -143,11 +143,34 @@ func validPath(p string) bool { return strings.HasPrefix(p, "/") && !hasDotDot(p
 
 // fileName is the name under root of the valid request path p.
 func fileName(p string) string {
-	name := strings.TrimPrefix(path.Clean(p), "/")
+	if !isClean(p) {
+		p = path.Clean(p)
+	}
+	name := strings.TrimPrefix(p, "/")
 	if name == "" {
 		name = "."
 	}
 	return name
+}
+
+// isClean reports whether path.Clean would return p, which starts with a
+// slash, as it is: no empty, "." or ".." element and no trailing slash.
+// Nearly every request path is, and the scan costs a tenth of Clean's.
+func isClean(p string) bool {
+	n := len(p)
+	for i := 0; i < n-1; i++ {
+		if p[i] != '/' {
+			continue
+		}
+		// p[i+1:] starts an element: not empty, ".", or "..".
+		switch c := p[i+1]; {
+		case c == '/':
+			return false
+		case c == '.' && (i+2 == n || p[i+2] == '/' || p[i+2] == '.' && (i+3 == n || p[i+3] == '/')):
+			return false
+		}
+	}
+	return n == 1 || p[n-1] != '/'
 }
 
 func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string) {

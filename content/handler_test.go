@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -257,3 +258,20 @@ type discardWriter struct{ h http.Header }
 func (d discardWriter) Header() http.Header       { return d.h }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+// isClean agrees with path.Clean on every path of up to 7 bytes from '/',
+// '.' and 'a' that starts with a slash.
+func TestIsClean(t *testing.T) {
+	var walk func(p string)
+	walk = func(p string) {
+		if got, want := isClean(p), path.Clean(p) == p; got != want {
+			t.Fatalf("isClean(%q) = %v, path.Clean gives %q", p, got, path.Clean(p))
+		}
+		if len(p) < 7 {
+			for _, c := range "/.a" {
+				walk(p + string(c))
+			}
+		}
+	}
+	walk("/")
+}
