@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,24 +70,8 @@ func BenchmarkInlineBurst(b *testing.B) {
 		size int
 		tls  bool
 	}{{"1024", 1 << 10, false}, {"16384", 16 << 10, false}, {"tls-1024", 1 << 10, true}, {"tls-16384", 16 << 10, true}} {
-		size := c.size
 		b.Run(c.name, func(b *testing.B) {
-			dir := b.TempDir()
-			body := make([]byte, size)
-			for i := range body {
-				body[i] = byte(i*13 + i>>8)
-			}
-			p := filepath.Join(dir, "obj")
-			old := time.Now().Add(-time.Hour)
-			if err := os.WriteFile(p, body, 0o644); err != nil || os.Chtimes(p, old, old) != nil {
-				b.Fatal("writing the file:", err)
-			}
-			h, err := content.NewHandler(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
-			ts := startServer(b, h, Config{}, c.tls)
+			ts, body := fileServer(b, c.size, c.tls)
 			bc := newBurstClient(b, ts.addr, "/obj", body, c.tls)
 			bc.burst(1) // loads the cache; then every request is answered inline
 			b.ReportAllocs()
@@ -109,6 +94,49 @@ func BenchmarkInlineBurst(b *testing.B) {
 }
 
 const burstSize = 10
+
+// fileServer serves /obj, a file of size bytes, with content.Handler.
+func fileServer(b *testing.B, size int, useTLS bool) (*testServer, []byte) {
+	dir := b.TempDir()
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = byte(i*13 + i>>8)
+	}
+	p := filepath.Join(dir, "obj")
+	old := time.Now().Add(-time.Hour)
+	if err := os.WriteFile(p, body, 0o644); err != nil || os.Chtimes(p, old, old) != nil {
+		b.Fatal("writing the file:", err)
+	}
+	h, err := content.NewHandler(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	return startServer(b, h, Config{}, useTLS), body
+}
+
+// BenchmarkOpenBurst is the start of an h2load -c 100 run: 100 new
+// connections at once, each sending a burst of 10 GETs of a cached 1 KB
+// file, read in full, then closed. B/op over 100 is what the server (and
+// the raw clients, little) allocates per new connection, which decides how
+// many garbage collections the start of a run brings.
+func BenchmarkOpenBurst(b *testing.B) {
+	const conns = 100
+	ts, body := fileServer(b, 1<<10, false)
+	newBurstClient(b, ts.addr, "/obj", body, false).burst(1) // loads the cache
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range conns {
+			bc := newBurstClient(b, ts.addr, "/obj", body, false)
+			wg.Go(func() {
+				bc.burst(burstSize)
+				bc.nc.Close()
+			})
+		}
+		wg.Wait()
+	}
+}
 
 // sleeps returns the process's voluntary context switches so far.
 func sleeps(b *testing.B) int64 {

@@ -206,13 +206,19 @@ func (c *Conn) writerIdleLocked() bool {
 // Framer writing into it, and the DATA arena. Kits are pooled, so an idle
 // connection holds none.
 type writeKit struct {
-	bw    *batchWriter
-	fr    *http2.Framer
+	bw *batchWriter
+	fr *http2.Framer
+	// arena is made by the first DATA frame that must be copied out of its
+	// stream's queue (collectLocked), and kept with the kit: a writer of
+	// shared bodies only (the file cache's) never needs one. Made with
+	// every kit, its 80 KB were more than half of what each of h2load's
+	// 100 new connections allocated, and brought garbage collections at
+	// the start of every run (issue 18's p99 at -c 100).
 	arena *[writeBatchBudget + maxDataFrame]byte
 }
 
 var writeKits = sync.Pool{New: func() any {
-	k := &writeKit{bw: newBatchWriter(), arena: new([writeBatchBudget + maxDataFrame]byte)}
+	k := &writeKit{bw: newBatchWriter()}
 	k.fr = http2.NewFramer(k.bw, nil)
 	return k
 }}
@@ -224,7 +230,10 @@ func (c *Conn) takeWriteBuffers() {
 	}
 	c.kit = writeKits.Get().(*writeKit)
 	c.kit.bw.Reset(sendClock{c.nc, c.cfg.SendTimeout, recordsUnder(c.nc)}, plainTCP(c.nc))
-	c.bw, c.arena = c.kit.bw, c.kit.arena[:0]
+	c.bw, c.arena = c.kit.bw, nil
+	if c.kit.arena != nil {
+		c.arena = c.kit.arena[:0]
+	}
 	if c.cfg.Trace == nil {
 		c.wfr = c.kit.fr
 	}
@@ -296,6 +305,10 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 			data, chunk, ok := s.q.take(n)
 			borrowed := ok && chunk == nil
 			if !ok {
+				if c.arena == nil {
+					c.kit.arena = new([writeBatchBudget + maxDataFrame]byte)
+					c.arena = c.kit.arena[:0]
+				}
 				off := len(c.arena)
 				c.arena = c.arena[:off+n]
 				s.q.Read(c.arena[off:])
