@@ -14,7 +14,14 @@ import (
 type batchWriter struct {
 	out sendClock
 	tcp *net.TCPConn // the socket under out's connection when writing to it is writing out; nil: every byte copied
-	buf []byte       // cap batchBufSize, never reallocated: vec may point into it
+	// buf starts at batchBufMin bytes and grows to batchBufSize once, the
+	// first time a batch fills it, right after its flush: vec may point
+	// into it, and is empty then. Bodies written by reference never fill
+	// it, nor do the responses of a burst of small ones, so most
+	// connections (h2load's to shunt serve) never make the 64 KB: it was
+	// more than half of what a new connection allocated (issue 18: GC at
+	// the start of an h2load -c 100 run).
+	buf []byte
 	// mark is where buf's bytes not yet in vec start.
 	mark int
 	vec  net.Buffers
@@ -25,6 +32,7 @@ type batchWriter struct {
 
 const (
 	batchBufSize = 64 << 10
+	batchBufMin  = 16 << 10
 	// refMin is the smallest body referenced rather than copied: below it,
 	// the copy costs less than an iovec.
 	refMin = 2 << 10
@@ -33,7 +41,7 @@ const (
 )
 
 func newBatchWriter() *batchWriter {
-	return &batchWriter{buf: make([]byte, 0, batchBufSize)}
+	return &batchWriter{buf: make([]byte, 0, batchBufMin)}
 }
 
 // Reset discards what is buffered and makes out (with its socket tcp, or
@@ -51,7 +59,9 @@ func (b *batchWriter) Write(p []byte) (int, error) {
 			return n - len(p), b.err
 		}
 		if len(b.buf) == cap(b.buf) {
-			b.Flush()
+			if b.Flush() == nil && cap(b.buf) < batchBufSize {
+				b.buf = make([]byte, 0, batchBufSize)
+			}
 			continue
 		}
 		k := copy(b.buf[len(b.buf):cap(b.buf)], p)

@@ -19,7 +19,7 @@ import (
 func TestBatchWriterOrder(t *testing.T) {
 	pool := make([]byte, 256<<10)
 	rand.New(rand.NewSource(1)).Read(pool)
-	sizes := []int{0, 1, 9, refMin - 1, refMin, 16 << 10, batchBufSize - 1, batchBufSize, batchBufSize + 1, 100 << 10}
+	sizes := []int{0, 1, 9, refMin - 1, refMin, batchBufMin - 1, batchBufMin, batchBufMin + 1, batchBufSize - 1, batchBufSize, batchBufSize + 1, 100 << 10}
 	for _, dest := range []string{"tcp", "pipe"} {
 		for seed := int64(0); seed < 20; seed++ {
 			var w, r net.Conn
