@@ -115,9 +115,14 @@ type Conn struct {
 	// (startWriterLocked, writeLoop). A client's writer runs throughout.
 	writerRunning bool
 	keepWriter    bool
-	writers       sync.WaitGroup
-	idleSince     time.Time   // when the writer found nothing to do and no stream
-	graceTimer    *time.Timer // wakes the writer when writerGrace has passed
+	// writerWaits: the writer is in wcond.Wait and no wake-up has been
+	// sent to it since; wakeWriterLocked signals only then. A running
+	// writer finds the work when it next looks, and a Signal with no
+	// waiter still cost ~90 instructions.
+	writerWaits bool
+	writers     sync.WaitGroup
+	idleSince   time.Time   // when the writer found nothing to do and no stream
+	graceTimer  *time.Timer // wakes the writer when writerGrace has passed
 	// Owned by the running writer.
 	kit       *writeKit
 	sendq     *sendQueue // nil: the kernel's send queue as it is
@@ -260,7 +265,10 @@ func (c *Conn) queueLocked(f wframe) {
 // wakeWriterLocked tells the writer there is work, starting it if none runs.
 func (c *Conn) wakeWriterLocked() {
 	if c.writerRunning {
-		c.wcond.Signal()
+		if c.writerWaits {
+			c.writerWaits = false
+			c.wcond.Signal()
+		}
 		return
 	}
 	if c.closed {

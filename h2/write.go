@@ -103,7 +103,9 @@ func (c *Conn) writeLoop() {
 				c.mu.Unlock()
 				return
 			}
+			c.writerWaits = true
 			c.wcond.Wait()
+			c.writerWaits = false
 		}
 		c.idleSince = time.Time{}
 		budget := writeBatchBudget
