@@ -60,14 +60,14 @@ func (c *Conn) readFrames() bool {
 			continue // nudged: now quiet
 		}
 		c.nextType = frameTypeUnknown
-		if c.br.Buffered() >= frameHeaderLen { // no read: the header is here
-			if h, err := c.br.Peek(frameHeaderLen); err == nil {
-				c.nextType = int(h[3])
-			}
+		var hdr []byte // the next frame's header, if buffered
+		if c.br.Buffered() >= frameHeaderLen {
+			hdr, _ = c.br.Peek(frameHeaderLen) // no read: the header is here
+			c.nextType = int(hdr[3])
 		}
 		var f http2.Frame
 		var err error
-		ph, plain := c.takePlainHeaders()
+		ph, plain := c.takePlainHeaders(hdr)
 		if !plain {
 			if f, err = c.rfr.ReadFrame(); err != nil {
 				if !c.readError(err) {
@@ -136,20 +136,20 @@ type plainHeaders struct {
 	frag []byte
 }
 
-// takePlainHeaders takes the next frame from the read buffer, without the
-// Framer, when it is a plain HEADERS frame there whole: x/net's Framer
+// takePlainHeaders takes the next frame, whose header h is buffered (else
+// nextType is unknown), from the read buffer without the Framer, when it is
+// a plain HEADERS frame there whole: x/net's Framer
 // would copy it through the reader chain and allocate a HeadersFrame, the
 // one allocation a request had left, ~50 bytes for the garbage collector
 // (issue 18). The Framer is between frames and outside a header block (no
 // CONTINUATION expected: its order check has nothing to carry), and so is
 // the header clock (nothing timed: a whole block), so neither misses the
 // frame. Frames with anything else go to the Framer, which checks them.
-func (c *Conn) takePlainHeaders() (plainHeaders, bool) {
+func (c *Conn) takePlainHeaders(h []byte) (plainHeaders, bool) {
 	const plainMask = http2.FlagHeadersEndHeaders | http2.FlagHeadersPadded | http2.FlagHeadersPriority
 	if c.nextType != int(http2.FrameHeaders) || c.hb.active || c.cfg.Trace != nil {
 		return plainHeaders{}, false
 	}
-	h, _ := c.br.Peek(frameHeaderLen)
 	id := (uint32(h[5])<<24 | uint32(h[6])<<16 | uint32(h[7])<<8 | uint32(h[8])) & (1<<31 - 1)
 	flags := http2.Flags(h[4])
 	if id == 0 || flags&plainMask != http2.FlagHeadersEndHeaders {
