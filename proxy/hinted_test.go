@@ -130,12 +130,23 @@ func getGen(t *testing.T, c *http.Client, u string, hdr ...string) *http.Respons
 	return res
 }
 
-// With a policy the body streams through the proxy: the application gets
-// the origin's first bytes while the origin still holds the rest back (the
-// hinted client used to hold each response whole, so a browser could not
-// parse an HTML document as it arrived).
+// With a policy the response streams through the proxy: the application
+// gets the origin's header, then its first bytes, while the origin still
+// holds the rest back. The hinted client used to hold each response whole,
+// so a browser could not parse an HTML document as it arrived; and the
+// proxy held the header until the first body bytes, so a browser's first
+// byte waited for them.
 func TestProxyPolicyStreams(t *testing.T) {
-	const size, first = 200000, 20000
+	for _, tc := range []struct {
+		name  string
+		first int // bytes the origin sends before it holds back
+	}{{"header", 0}, {"first bytes", 20000}} {
+		t.Run(tc.name, func(t *testing.T) { proxyPolicyStreams(t, tc.first) })
+	}
+}
+
+func proxyPolicyStreams(t *testing.T, first int) {
+	const size = 200000
 	body := make([]byte, size)
 	for i := range body {
 		body[i] = byte(i * 13)
@@ -162,8 +173,8 @@ func TestProxyPolicyStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); r.Wait() })
-	// The origin holds the rest back for at most 5 s: the first bytes must
-	// come through before that.
+	// The origin holds the rest back for at most 5 s: the header and the
+	// first bytes must come through before that.
 	var released atomic.Bool
 	timer := time.AfterFunc(5*time.Second, func() { released.Store(true); close(release) })
 	defer timer.Stop()
@@ -179,7 +190,7 @@ func TestProxyPolicyStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	if released.Load() || !timer.Stop() {
-		t.Fatal("the first bytes came through only after the origin sent the rest")
+		t.Fatalf("the header and the first %d bytes came through only after the origin sent the rest", first)
 	}
 	close(release)
 	if _, err := io.ReadFull(res.Body, got[first:]); err != nil || res.ContentLength != size || !bytes.Equal(got, body) {

@@ -109,6 +109,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead || bodyless(res.StatusCode) {
 		return
 	}
+	// The header goes out as it arrives rather than with the first body
+	// bytes, which can come a round trip later: the application's first
+	// byte is then the origin's. A failed flush fails the body's first write.
+	http.NewResponseController(w).Flush()
 	n, err := io.Copy(flushWriter{w}, res.Body)
 	if err == nil && res.ContentLength >= 0 && n != res.ContentLength {
 		err = fmt.Errorf("body of %d bytes, Content-Length %d", n, res.ContentLength)
