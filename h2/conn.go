@@ -53,6 +53,7 @@ type Conn struct {
 	hb       headerBlock
 	repeat   repeatBlock // the last block, if the next may repeat it
 	inline   inlineJob   // a request for the InlineHandler, after the frame's unlock
+	pieces   *pieceTrace // a DATA frame read in pieces, made whole for Trace
 	ireq     *inlineReq  // what inline requests are made of
 
 	// Owned by the write goroutine.

@@ -65,6 +65,21 @@ func (c *Conn) readFrames() bool {
 			hdr, _ = c.br.Peek(frameHeaderLen) // no read: the header is here
 			c.nextType = int(hdr[3])
 		}
+		// A client's DATA frame may go to the body before its end arrives.
+		if hdr != nil && hdr[3] == byte(http2.FrameData) && c.client {
+			if ok, err := c.readDataInPieces(hdr); ok {
+				if err != nil && !c.readError(err) {
+					break
+				}
+				c.mu.Lock()
+				stop := c.closing
+				c.mu.Unlock()
+				if stop {
+					break
+				}
+				continue
+			}
+		}
 		var f http2.Frame
 		var err error
 		ph, plain := c.takePlainHeaders(hdr)
@@ -316,18 +331,10 @@ func (c *Conn) onData(f *http2.DataFrame) error {
 	if pad := int(n) - len(data); pad > 0 {
 		c.consumedLocked(st, pad)
 	}
-	st.gotLen += int64(len(data))
-	if st.declLen >= 0 && st.gotLen > st.declLen {
+	if st.declLen >= 0 && st.gotLen+int64(len(data)) > st.declLen {
 		return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("DATA exceeds content-length %d", st.declLen)}
 	}
-	if len(data) > 0 {
-		if st.recv.closed {
-			c.consumedLocked(nil, len(data))
-		} else {
-			st.recv.q.Write(data)
-			st.recvCond.Broadcast()
-		}
-	}
+	c.bodyBytesLocked(st, data)
 	if st.recv.closed && !st.ours && st.state == stateHalfClosedLocal && !f.StreamEnded() {
 		// The response is complete and nobody reads the request body: ask
 		// the client to stop sending it (RFC 9113 §8.1).
@@ -335,11 +342,32 @@ func (c *Conn) onData(f *http2.DataFrame) error {
 		return nil
 	}
 	if f.StreamEnded() {
-		if st.declLen >= 0 && st.gotLen != st.declLen {
-			return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("body of %d bytes, content-length %d", st.gotLen, st.declLen)}
-		}
-		c.remoteClosedLocked(st)
+		return c.bodyEndLocked(st)
 	}
+	return nil
+}
+
+// bodyBytesLocked passes received body bytes to the stream's reader, or
+// consumes them when nobody reads the body any more.
+func (c *Conn) bodyBytesLocked(st *stream, p []byte) {
+	st.gotLen += int64(len(p))
+	if len(p) == 0 {
+		return
+	}
+	if st.recv.closed {
+		c.consumedLocked(nil, len(p))
+		return
+	}
+	st.recv.q.Write(p)
+	st.recvCond.Broadcast()
+}
+
+// bodyEndLocked is the peer's END_STREAM after the body's last byte.
+func (c *Conn) bodyEndLocked(st *stream) error {
+	if st.declLen >= 0 && st.gotLen != st.declLen {
+		return streamError{st.id, http2.ErrCodeProtocol, fmt.Sprintf("body of %d bytes, content-length %d", st.gotLen, st.declLen)}
+	}
+	c.remoteClosedLocked(st)
 	return nil
 }
 

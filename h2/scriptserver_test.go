@@ -34,21 +34,12 @@ func serveScript(t *testing.T, script func(rs *scriptServer)) (body []byte, err 
 	defer ln.Close()
 	rs = &scriptServer{t: t, frames: make(chan http2.Frame, 100)}
 	go func() {
-		nc, fr, err := acceptPreface(ln)
+		nc, fr, err := acceptRequest(ln)
 		if err != nil {
 			return
 		}
 		defer nc.Close()
 		rs.fr = fr
-		for { // up to the request's HEADERS
-			f, err := rs.fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			if _, ok := f.(*http2.HeadersFrame); ok {
-				break
-			}
-		}
 		rs.fr.WriteSettings()
 		script(rs)
 		for {
@@ -91,6 +82,25 @@ func acceptPreface(ln net.Listener) (net.Conn, *http2.Framer, error) {
 		return nil, nil, err
 	}
 	return nc, http2.NewFramer(nc, br), nil
+}
+
+// acceptRequest accepts a connection and reads the client's preface and
+// its frames up to the first request's HEADERS.
+func acceptRequest(ln net.Listener) (net.Conn, *http2.Framer, error) {
+	nc, fr, err := acceptPreface(ln)
+	if err != nil {
+		return nil, nil, err
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		if _, ok := f.(*http2.HeadersFrame); ok {
+			return nc, fr, nil
+		}
+	}
 }
 
 // want waits for the client's GOAWAY or RST_STREAM with code.
