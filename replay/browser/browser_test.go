@@ -205,3 +205,23 @@ func TestArgsTrustSPKI(t *testing.T) {
 		t.Fatalf("keys: %q, %v: want only the keys trusted", args, err)
 	}
 }
+
+// The report's timings come back in the page's clock, the frames' documents
+// with them; an event a frame has not reached stays 0.
+func TestParseTimingsFrames(t *testing.T) {
+	v := `{"plt":900.5,"last":880,"dcl":560,"interactive":555.25,"lcp":300,"conn":48,"sent":49,"ttfb":74,"protocol":"h2",` +
+		`"objects":[{"t":"/","s":0,"b":74,"e":116,"n":27393},{"t":"/f.html","s":400,"b":430,"e":500,"n":27393}],` +
+		`"frames":[{"t":"/f.html","s":400,"e":500,"i":520,"d":521,"l":0}]}`
+	l, err := parseTimings("https://x/", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	if l.Interactive != ms(555.25) || l.DOMContentLoaded != ms(560) || l.Resources != 1 {
+		t.Errorf("interactive %v, DCL %v, %d resources: want 555.25ms, 560ms, 1", l.Interactive, l.DOMContentLoaded, l.Resources)
+	}
+	want := []Frame{{Target: "/f.html", Start: ms(400), Done: ms(500), Interactive: ms(520), DOMContentLoaded: ms(521)}}
+	if !slices.Equal(l.Frames, want) {
+		t.Errorf("frames %+v, want %+v", l.Frames, want)
+	}
+}

@@ -79,8 +79,15 @@ type Load struct {
 	// RequestSent is when the document's request went out (requestStart):
 	// through a proxy, to the proxy.
 	RequestSent time.Duration `json:"request_sent_ns"`
-	Resources   int           `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
-	Protocol    string        `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
+	// Interactive is domInteractive: the document parsed, its
+	// parser-blocking scripts run; DOMContentLoaded follows.
+	Interactive time.Duration `json:"interactive_ns"`
+	// Frames are the documents of the page's iframes (nested ones too),
+	// to tell whether a frame's parse and scripts ran before the page's
+	// DOMContentLoaded.
+	Frames    []Frame `json:"frames,omitempty"`
+	Resources int     `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
+	Protocol  string  `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
 	// Objects are the document and every distinct resource URL, in the
 	// order the browser requested them (the first fetch of a URL counts).
 	Objects []Fetch `json:"objects"`
@@ -97,6 +104,17 @@ type Fetch struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// Frame is an iframe's document as its navigation timing shows it, in
+// the page's clock; an event it has not reached is 0.
+type Frame struct {
+	Target           string        `json:"target"`
+	Start            time.Duration `json:"start_ns"` // its navigation's start
+	Done             time.Duration `json:"done_ns"`  // responseEnd
+	Interactive      time.Duration `json:"interactive_ns"`
+	DOMContentLoaded time.Duration `json:"dcl_ns"`
+	Load             time.Duration `json:"load_ns"` // loadEventEnd
+}
+
 // timingScript waits (bounded) for loadEventEnd and reports the timings.
 const timingScript = `new Promise((ok, fail) => {
   const until = performance.now() + 10000;
@@ -108,8 +126,12 @@ const timingScript = `new Promise((ok, fail) => {
       let last = n.responseEnd;
       const urls = new Set();
       const objs = [{t: location.pathname + location.search, s: n.startTime, b: n.responseStart, e: n.responseEnd, n: n.encodedBodySize}];
+      const frames = [];
       const walk = (w, depth) => {
         const shift = w.performance.timeOrigin - performance.timeOrigin;
+        const at = v => v > 0 ? shift + v : 0;
+        const f = depth > 0 && w.performance.getEntriesByType("navigation")[0];
+        if (f) frames.push({t: w.location.pathname + w.location.search, s: shift + f.startTime, e: at(f.responseEnd), i: at(f.domInteractive), d: at(f.domContentLoadedEventEnd), l: at(f.loadEventEnd)});
         for (const r of w.performance.getEntriesByType("resource")) {
           last = Math.max(last, shift + r.responseEnd);
           if (urls.has(r.name)) continue;
@@ -130,7 +152,7 @@ const timingScript = `new Promise((ok, fail) => {
       requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
         for (const e of po.takeRecords()) lcp = e.startTime;
         po.disconnect();
-        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, lcp: lcp, conn: n.connectEnd, sent: n.requestStart, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
+        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, interactive: n.domInteractive, frames: frames, lcp: lcp, conn: n.connectEnd, sent: n.requestStart, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
       }, 0)));
     } else if (performance.now() > until) {
       fail(new Error("no loadEventEnd"));
@@ -324,21 +346,28 @@ func evaluate(ctx context.Context, c *cdp, url, script string) (string, error) {
 // parseTimings reads timingScript's value.
 func parseTimings(url, value string) (Load, error) {
 	var t struct {
-		PLT, Last, DCL, LCP, Conn, Sent, TTFB float64
-		Protocol                              string
-		Objects                               []struct {
+		PLT, Last, DCL, LCP, Conn, Sent, TTFB, Interactive float64
+		Protocol                                           string
+		Objects                                            []struct {
 			T       string
 			S, B, E float64
 			N       int64
+		}
+		Frames []struct {
+			T             string
+			S, E, I, D, L float64
 		}
 	}
 	if err := json.Unmarshal([]byte(value), &t); err != nil {
 		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, value, err)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), LCP: ms(t.LCP), Connected: ms(t.Conn), RequestSent: ms(t.Sent), FirstByte: ms(t.TTFB), Protocol: t.Protocol}
+	l := Load{PLT: ms(t.PLT), LastResponse: ms(t.Last), DOMContentLoaded: ms(t.DCL), LCP: ms(t.LCP), Connected: ms(t.Conn), RequestSent: ms(t.Sent), FirstByte: ms(t.TTFB), Interactive: ms(t.Interactive), Protocol: t.Protocol}
 	for _, o := range t.Objects {
 		l.Objects = append(l.Objects, Fetch{Target: o.T, Request: ms(o.S), FirstByte: ms(o.B), Done: ms(o.E), Bytes: o.N})
+	}
+	for _, f := range t.Frames {
+		l.Frames = append(l.Frames, Frame{Target: f.T, Start: ms(f.S), Done: ms(f.E), Interactive: ms(f.I), DOMContentLoaded: ms(f.D), Load: ms(f.L)})
 	}
 	l.Resources = len(l.Objects) - 1 // the document is the first
 	return l, nil
