@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -207,11 +208,13 @@ func TestArgsTrustSPKI(t *testing.T) {
 }
 
 // The report's timings come back in the page's clock, the frames' documents
-// with them; an event a frame has not reached stays 0.
+// and the long animation frames with them; an event a frame has not reached
+// stays 0.
 func TestParseTimingsFrames(t *testing.T) {
 	v := `{"plt":900.5,"last":880,"dcl":560,"interactive":555.25,"lcp":300,"conn":48,"sent":49,"ttfb":74,"protocol":"h2",` +
 		`"objects":[{"t":"/","s":0,"b":74,"e":116,"n":27393},{"t":"/f.html","s":400,"b":430,"e":500,"n":27393}],` +
-		`"frames":[{"t":"/f.html","s":400,"e":500,"i":520,"d":521,"l":0}]}`
+		`"frames":[{"t":"/f.html","s":400,"e":500,"i":520,"d":521,"l":0}],` +
+		`"long":[{"s":510,"d":60,"b":10,"sc":[{"u":"/f.js","w":"descendant","i":"classic-script","d":42.5}]}]}`
 	l, err := parseTimings("https://x/", v)
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +226,9 @@ func TestParseTimingsFrames(t *testing.T) {
 	want := []Frame{{Target: "/f.html", Start: ms(400), Done: ms(500), Interactive: ms(520), DOMContentLoaded: ms(521)}}
 	if !slices.Equal(l.Frames, want) {
 		t.Errorf("frames %+v, want %+v", l.Frames, want)
+	}
+	wantLong := LongFrame{Start: ms(510), Duration: ms(60), Blocking: ms(10), Scripts: []LongScript{{Source: "/f.js", Window: "descendant", Invoker: "classic-script", Duration: ms(42.5)}}}
+	if len(l.LongFrames) != 1 || !reflect.DeepEqual(l.LongFrames[0], wantLong) {
+		t.Errorf("long frames %+v, want [%+v]", l.LongFrames, wantLong)
 	}
 }

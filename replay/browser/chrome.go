@@ -85,9 +85,12 @@ type Load struct {
 	// Frames are the documents of the page's iframes (nested ones too),
 	// to tell whether a frame's parse and scripts ran before the page's
 	// DOMContentLoaded.
-	Frames    []Frame `json:"frames,omitempty"`
-	Resources int     `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
-	Protocol  string  `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
+	Frames []Frame `json:"frames,omitempty"`
+	// LongFrames are the load's long animation frames (50 ms and more of
+	// main-thread work, Chromium's LoAF), with the scripts that ran in them.
+	LongFrames []LongFrame `json:"long_frames,omitempty"`
+	Resources  int         `json:"resources"` // distinct URLs in the resource timing of the page and its iframes (the document excluded)
+	Protocol   string      `json:"protocol"`  // nextHopProtocol of the document: http/1.1, h2, h3
 	// Objects are the document and every distinct resource URL, in the
 	// order the browser requested them (the first fetch of a URL counts).
 	Objects []Fetch `json:"objects"`
@@ -113,6 +116,22 @@ type Frame struct {
 	Interactive      time.Duration `json:"interactive_ns"`
 	DOMContentLoaded time.Duration `json:"dcl_ns"`
 	Load             time.Duration `json:"load_ns"` // loadEventEnd
+}
+
+// LongFrame is a long animation frame, in the page's clock.
+type LongFrame struct {
+	Start    time.Duration `json:"start_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	Blocking time.Duration `json:"blocking_ns"`
+	Scripts  []LongScript  `json:"scripts,omitempty"`
+}
+
+// LongScript is a script's part of a long animation frame.
+type LongScript struct {
+	Source   string        `json:"source"`  // the script's path
+	Window   string        `json:"window"`  // self, descendant, ancestor, same-page, other
+	Invoker  string        `json:"invoker"` // classic-script, event-listener, ...
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // timingScript waits (bounded) for loadEventEnd and reports the timings.
@@ -149,10 +168,20 @@ const timingScript = `new Promise((ok, fail) => {
       let lcp = 0;
       const po = new PerformanceObserver(l => { for (const e of l.getEntries()) lcp = e.startTime; });
       po.observe({type: "largest-contentful-paint", buffered: true});
+      // Long animation frames (50 ms and more of main-thread work) with
+      // the scripts that ran in them, the frames' included.
+      const long = [];
+      const path = u => { try { return new URL(u, location.href).pathname; } catch (_) { return u; } };
+      const addLong = es => { for (const e of es) long.push({s: e.startTime, d: e.duration, b: e.blockingDuration,
+        sc: (e.scripts || []).map(x => ({u: x.sourceURL ? path(x.sourceURL) : "", w: x.windowAttribution, i: x.invokerType, d: x.duration}))}); };
+      const lo = new PerformanceObserver(l => addLong(l.getEntries()));
+      lo.observe({type: "long-animation-frame", buffered: true});
       requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
         for (const e of po.takeRecords()) lcp = e.startTime;
         po.disconnect();
-        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, interactive: n.domInteractive, frames: frames, lcp: lcp, conn: n.connectEnd, sent: n.requestStart, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
+        addLong(lo.takeRecords());
+        lo.disconnect();
+        ok(JSON.stringify({plt: n.loadEventEnd, last: last, dcl: n.domContentLoadedEventEnd, interactive: n.domInteractive, frames: frames, long: long, lcp: lcp, conn: n.connectEnd, sent: n.requestStart, ttfb: n.responseStart, protocol: n.nextHopProtocol, objects: objs}));
       }, 0)));
     } else if (performance.now() > until) {
       fail(new Error("no loadEventEnd"));
@@ -357,6 +386,13 @@ func parseTimings(url, value string) (Load, error) {
 			T             string
 			S, E, I, D, L float64
 		}
+		Long []struct {
+			S, D, B float64
+			SC      []struct {
+				U, W, I string
+				D       float64
+			}
+		}
 	}
 	if err := json.Unmarshal([]byte(value), &t); err != nil {
 		return Load{}, fmt.Errorf("reading timings of %s: %q: %w", url, value, err)
@@ -368,6 +404,13 @@ func parseTimings(url, value string) (Load, error) {
 	}
 	for _, f := range t.Frames {
 		l.Frames = append(l.Frames, Frame{Target: f.T, Start: ms(f.S), Done: ms(f.E), Interactive: ms(f.I), DOMContentLoaded: ms(f.D), Load: ms(f.L)})
+	}
+	for _, f := range t.Long {
+		lf := LongFrame{Start: ms(f.S), Duration: ms(f.D), Blocking: ms(f.B)}
+		for _, x := range f.SC {
+			lf.Scripts = append(lf.Scripts, LongScript{Source: x.U, Window: x.W, Invoker: x.I, Duration: ms(x.D)})
+		}
+		l.LongFrames = append(l.LongFrames, lf)
 	}
 	l.Resources = len(l.Objects) - 1 // the document is the first
 	return l, nil
