@@ -119,10 +119,22 @@ func parseRequestPath(p string, u *url.URL) error {
 // simplePath reports whether the request path p is a slash followed by
 // unreserved characters and slashes only: its URL is {Path: p}.
 func simplePath(p string) bool {
-	simple := len(p) > 0 && p[0] == '/'
-	for i := 0; simple && i < len(p); i++ {
-		b := p[i]
-		simple = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~'
+	if len(p) == 0 || p[0] != '/' {
+		return false
 	}
-	return simple
+	for i := 1; i < len(p); i++ {
+		if !pathByte[p[i]] {
+			return false
+		}
+	}
+	return true
 }
+
+// pathByte marks the bytes simplePath allows: a table, not a chain of
+// comparisons per byte.
+var pathByte = func() (t [256]bool) {
+	for b := range t {
+		t[b] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '/' || b == '-' || b == '.' || b == '_' || b == '~'
+	}
+	return t
+}()

@@ -251,3 +251,19 @@ func TestResponseWritePrepared(t *testing.T) {
 		}
 	}
 }
+
+// simplePath takes a slash, then only unreserved bytes and slashes.
+func TestSimplePath(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		c := byte(b)
+		want := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '-' || c == '.' || c == '_' || c == '~'
+		if got := simplePath("/a" + string(c)); got != want {
+			t.Errorf("simplePath(%q) = %v, want %v", "/a"+string(c), got, want)
+		}
+	}
+	for p, want := range map[string]bool{"": false, "/": true, "obj": false, "/obj": true, "/a/b.c": true, "/a?b": false, "/%41": false} {
+		if got := simplePath(p); got != want {
+			t.Errorf("simplePath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
