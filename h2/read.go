@@ -143,8 +143,9 @@ func (c *Conn) readFrames() bool {
 const frameTypeUnknown = -1
 
 // plainHeaders is a HEADERS frame with the whole header block, neither
-// padded nor with an RFC 7540 priority: every request h2load and browsers
-// send.
+// padded nor with an RFC 7540 priority: every request h2load sends (we
+// announce SETTINGS_NO_RFC7540_PRIORITIES; a client that still sends a
+// priority goes the Framer's way).
 type plainHeaders struct {
 	id   uint32
 	end  bool // END_STREAM
