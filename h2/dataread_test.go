@@ -124,3 +124,97 @@ func TestClientBodyCutMidFrame(t *testing.T) {
 		t.Fatalf("read %d bytes, error %v: want at most %d and an error", len(got), err, first)
 	}
 }
+
+// FuzzClientFrames writes a response to a client in chunks of a fuzzed
+// size, so that DATA frames (of a fuzzed size, padded or not) arrive in
+// pieces: the body must come out whole and in order. Arbitrary frames
+// after the response's HEADERS must neither panic nor hang the client.
+func FuzzClientFrames(f *testing.F) {
+	f.Add([]byte("hello, world"), uint16(5), uint8(3), uint8(0), []byte(nil))
+	f.Add(bytes.Repeat([]byte{7}, 40000), uint16(16384), uint8(255), uint8(4), []byte(nil))
+	f.Add([]byte("abc"), uint16(1), uint8(1), uint8(1), seedFrames(func(fr *http2.Framer, _ *hpack.Encoder, _ *bytes.Buffer) {
+		fr.WriteData(1, false, []byte("more"))
+		fr.WriteRSTStream(1, http2.ErrCodeCancel)
+		fr.WriteWindowUpdate(0, 1000)
+		fr.WriteGoAway(1, http2.ErrCodeNo, nil)
+	}))
+	f.Fuzz(func(t *testing.T, body []byte, frameSize uint16, chunk uint8, pad uint8, tail []byte) {
+		if len(body) > 60000 { // within the stream's first window
+			body = body[:60000]
+		}
+		size := max(1, min(int(frameSize), 16384-1-int(pad)))
+		var out bytes.Buffer
+		fr := http2.NewFramer(&out, nil)
+		fr.WriteSettings()
+		fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1, rawBlock(status200))
+		for off := 0; ; off += size {
+			p := body[min(off, len(body)):min(off+size, len(body))]
+			end := off+size >= len(body)
+			if pad > 0 {
+				fr.WriteDataPadded(1, end && len(tail) == 0, p, make([]byte, pad-1))
+			} else {
+				fr.WriteData(1, end && len(tail) == 0, p)
+			}
+			if end {
+				break
+			}
+		}
+		out.Write(tail)
+		// Without a tail the server end stays open until the body is read:
+		// a client whose write fails (a WINDOW_UPDATE to a closed pipe) may
+		// end the connection before it has read what it has buffered. A
+		// tail's end is the end of the input.
+		cli, srv := net.Pipe()
+		defer srv.Close()
+		go func() {
+			if len(tail) > 0 {
+				defer srv.Close()
+			}
+			// Answer only once the request is out: HEADERS on a stream the
+			// client has not opened are a connection error.
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(srv, preface); err != nil {
+				return
+			}
+			rfr := http2.NewFramer(nil, srv)
+			for {
+				f, err := rfr.ReadFrame()
+				if err != nil {
+					return
+				}
+				if _, ok := f.(*http2.HeadersFrame); ok {
+					break
+				}
+			}
+			go io.Copy(io.Discard, srv)
+			b := out.Bytes()
+			for n := max(1, int(chunk)); len(b) > 0; b = b[min(n, len(b)):] {
+				if _, err := srv.Write(b[:min(n, len(b))]); err != nil {
+					return
+				}
+			}
+		}()
+		cc, err := (&Transport{}).NewClientConn(cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
+		res, err := cc.RoundTrip(req)
+		if err != nil {
+			if len(tail) == 0 || ctx.Err() != nil {
+				t.Fatalf("round trip: %v", err)
+			}
+			return
+		}
+		got, err := io.ReadAll(res.Body)
+		if ctx.Err() != nil {
+			t.Fatalf("body not done in 5 s (%d of %d bytes, %v); input tail %x", len(got), len(body), err, truncate(tail))
+		}
+		if len(tail) == 0 && (err != nil || !bytes.Equal(got, body)) {
+			t.Fatalf("body %d bytes (%v), want the %d sent in frames of %d, chunks of %d, pad %d", len(got), err, len(body), size, chunk, pad)
+		}
+	})
+}
