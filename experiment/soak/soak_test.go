@@ -58,6 +58,18 @@ func TestCheck(t *testing.T) {
 	if errs := flat().Check(); len(errs) != 0 {
 		t.Fatalf("a flat run: %v", errs)
 	}
+	// A loaded machine's soak: the heap ramps up through the first third,
+	// then stays (h61's run, 28 Nov: first third's peak 46 MiB, last 150).
+	ramp := flat()
+	for i := range ramp.Samples {
+		ramp.Samples[i].RSS = 150 << 20
+		if i < len(ramp.Samples)/3 {
+			ramp.Samples[i].RSS = int64(22+6*i) << 20 // 22 .. 46 MiB
+		}
+	}
+	if errs := ramp.Check(); len(errs) != 0 {
+		t.Fatalf("a slow ramp to a steady RSS: %v", errs)
+	}
 	for _, c := range []struct {
 		name string
 		mod  func(*Summary)
@@ -69,10 +81,15 @@ func TestCheck(t *testing.T) {
 		{"goroutine leak", func(m *Summary) { m.End.Goroutines = 129 }, "goroutines: 108 at the start, 129"},
 		{"fd leak", func(m *Summary) { m.End.FDs = 126 }, "open files: 115 at the start, 126"},
 		{"RSS grows", func(m *Summary) {
-			for i := 2 * len(m.Samples) / 3; i < len(m.Samples); i++ {
+			for i := len(m.Samples) - len(m.Samples)/3; i < len(m.Samples); i++ {
 				m.Samples[i].RSS = 160 << 20 // over 1.25 x 100 + 32 = 157 MiB
 			}
-		}, "RSS grows: peak 100.0 MiB in the first third, 160.0 MiB in the last"},
+		}, "RSS grows: peak 100.0 MiB in the first third, 100.0 in the middle, 160.0 in the last"},
+		{"RSS grows all along", func(m *Summary) {
+			for i := range m.Samples {
+				m.Samples[i].RSS = int64(40+12*i) << 20 // 40 .. 220 MiB
+			}
+		}, "RSS grows: peak 88.0 MiB in the first third, 160.0 in the middle, 220.0 in the last"},
 	} {
 		m := flat()
 		c.mod(&m)
