@@ -15,7 +15,8 @@ import (
 // (an HTML document's head, say) would wait a round trip for its last
 // ones. It reports false, having read nothing, for a frame already
 // buffered whole, a padded one, or one the framer's and onData's checks
-// would refuse: those go the framer's way. A transport error mid-frame is
+// would refuse (the server's first frame must be its SETTINGS): those go
+// the framer's way. A transport error mid-frame is
 // returned for readError.
 func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 	if c.hb.active {
@@ -29,7 +30,7 @@ func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 	}
 	c.mu.Lock()
 	st := c.streams.get(id)
-	ok := st != nil && (st.state == stateOpen || st.state == stateHalfClosedLocal) && !st.recv.closed &&
+	ok := c.peer.gotFirst && st != nil && (st.state == stateOpen || st.state == stateHalfClosedLocal) && !st.recv.closed &&
 		int64(n) <= c.recvWin.Avail() && int64(n) <= st.recvWin.Avail() && (st.declLen < 0 || st.gotLen+int64(n) <= st.declLen)
 	if ok {
 		c.recvWin.Receive(n)
