@@ -125,6 +125,13 @@ func httpCases() []*Case {
 				}
 				return s.Data(s.Stream, false, []byte("early"))
 			}, respond)},
+		{ID: "http2/8.1/13", Section: sec, Desc: "DATA before any response HEADERS, then a response without content-length (the early bytes must not become the body's first)",
+			Expect: streamErr(codeProtocol), Serve: seq(func(s *Session) error {
+				if err := s.Data(s.Stream, false, []byte("early")); err != nil {
+					return err
+				}
+				return s.Headers(s.Stream, false, block(status200))
+			}, bodyEnd)},
 		{ID: "http2/8.1/8", Section: sec, Desc: "a second final response head (HEADERS without END_STREAM after the 200's)",
 			Expect: streamErr(codeProtocol), Serve: seq(headersOnly, onReq(typeHeaders, flagEndHeaders, block(status200)), bodyEnd)},
 		{ID: "http2/8.1/9", Section: sec, Desc: "the body in DATA frames with a content-length that matches",

@@ -30,7 +30,7 @@ func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 	}
 	c.mu.Lock()
 	st := c.streams.get(id)
-	ok := c.peer.gotFirst && st != nil && (st.state == stateOpen || st.state == stateHalfClosedLocal) && !st.recv.closed &&
+	ok := c.peer.gotFirst && st != nil && (st.state == stateOpen || st.state == stateHalfClosedLocal) && !st.recv.closed && (st.resc == nil || st.gotFinal) &&
 		int64(n) <= c.recvWin.Avail() && int64(n) <= st.recvWin.Avail() && (st.declLen < 0 || st.gotLen+int64(n) <= st.declLen)
 	if ok {
 		c.recvWin.Receive(n)

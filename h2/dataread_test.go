@@ -219,42 +219,48 @@ func FuzzClientFrames(f *testing.F) {
 	})
 }
 
-// A server whose first frame is DATA, not SETTINGS, is a connection error
-// (RFC 9113 3.4) on the piecewise path as on the framer's.
-func TestClientDataBeforeSettings(t *testing.T) {
-	cli, srv := net.Pipe()
-	defer srv.Close()
-	go func() {
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(srv, preface); err != nil {
-			return
-		}
-		rfr := http2.NewFramer(nil, srv)
-		for {
-			f, err := rfr.ReadFrame()
-			if err != nil {
+// DATA from a server before its SETTINGS is a connection error (RFC 9113
+// 3.4), and DATA on a stream before the response's HEADERS a stream error
+// (8.1), on the piecewise path as on the framer's: neither reaches a body.
+func TestClientDataTooEarly(t *testing.T) {
+	for _, settings := range []bool{false, true} {
+		cli, srv := net.Pipe()
+		defer srv.Close()
+		go func() {
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(srv, preface); err != nil {
 				return
 			}
-			if _, ok := f.(*http2.HeadersFrame); ok {
-				break
+			rfr := http2.NewFramer(nil, srv)
+			for {
+				f, err := rfr.ReadFrame()
+				if err != nil {
+					return
+				}
+				if _, ok := f.(*http2.HeadersFrame); ok {
+					break
+				}
 			}
+			go io.Copy(io.Discard, srv)
+			if settings {
+				http2.NewFramer(srv, nil).WriteSettings()
+			}
+			// The frame's header and first byte, the rest later: it is
+			// not buffered whole when the client looks at it.
+			srv.Write([]byte{0, 0, 100, byte(http2.FrameData), 0, 0, 0, 0, 1, 'x'})
+			time.Sleep(50 * time.Millisecond)
+			srv.Write(make([]byte, 99))
+		}()
+		cc, err := (&Transport{}).NewClientConn(cli)
+		if err != nil {
+			t.Fatal(err)
 		}
-		go io.Copy(io.Discard, srv)
-		// The frame's header and first byte, the rest later: it is not
-		// buffered whole when the client looks at it.
-		srv.Write([]byte{0, 0, 100, byte(http2.FrameData), 0, 0, 0, 0, 1, 'x'})
-		time.Sleep(50 * time.Millisecond)
-		srv.Write(make([]byte, 99))
-	}()
-	cc, err := (&Transport{}).NewClientConn(cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
-	if _, err := cc.RoundTrip(req); err == nil || ctx.Err() != nil {
-		t.Fatalf("round trip: %v (context %v), want a connection error at once", err, ctx.Err())
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
+		if _, err := cc.RoundTrip(req); err == nil || ctx.Err() != nil {
+			t.Fatalf("SETTINGS first %v: round trip: %v (context %v), want an error at once", settings, err, ctx.Err())
+		}
 	}
 }

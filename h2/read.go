@@ -332,6 +332,11 @@ func (c *Conn) onData(f *http2.DataFrame) error {
 	if pad := int(n) - len(data); pad > 0 {
 		c.consumedLocked(st, pad)
 	}
+	if st.resc != nil && !st.gotFinal {
+		// A response's DATA before its final HEADERS is malformed (RFC 9113 8.1).
+		c.consumedLocked(nil, len(data))
+		return streamError{id, http2.ErrCodeProtocol, "DATA before the response's HEADERS"}
+	}
 	if st.declLen >= 0 && st.gotLen+int64(len(data)) > st.declLen {
 		return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("DATA exceeds content-length %d", st.declLen)}
 	}
