@@ -170,23 +170,9 @@ func FuzzClientFrames(f *testing.F) {
 			if len(tail) > 0 {
 				defer srv.Close()
 			}
-			// Answer only once the request is out: HEADERS on a stream the
-			// client has not opened are a connection error.
-			preface := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(srv, preface); err != nil {
+			if !awaitRequest(srv) {
 				return
 			}
-			rfr := http2.NewFramer(nil, srv)
-			for {
-				f, err := rfr.ReadFrame()
-				if err != nil {
-					return
-				}
-				if _, ok := f.(*http2.HeadersFrame); ok {
-					break
-				}
-			}
-			go io.Copy(io.Discard, srv)
 			b := out.Bytes()
 			for n := max(1, int(chunk)); len(b) > 0; b = b[min(n, len(b)):] {
 				if _, err := srv.Write(b[:min(n, len(b))]); err != nil {
@@ -194,15 +180,7 @@ func FuzzClientFrames(f *testing.F) {
 				}
 			}
 		}()
-		cc, err := (&Transport{}).NewClientConn(cli)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
-		res, err := cc.RoundTrip(req)
+		ctx, res, err := pipeGet(t, cli, 5*time.Second)
 		if err != nil {
 			if len(tail) == 0 || ctx.Err() != nil {
 				t.Fatalf("round trip: %v", err)
@@ -227,21 +205,9 @@ func TestClientDataTooEarly(t *testing.T) {
 		cli, srv := net.Pipe()
 		defer srv.Close()
 		go func() {
-			preface := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(srv, preface); err != nil {
+			if !awaitRequest(srv) {
 				return
 			}
-			rfr := http2.NewFramer(nil, srv)
-			for {
-				f, err := rfr.ReadFrame()
-				if err != nil {
-					return
-				}
-				if _, ok := f.(*http2.HeadersFrame); ok {
-					break
-				}
-			}
-			go io.Copy(io.Discard, srv)
 			if settings {
 				http2.NewFramer(srv, nil).WriteSettings()
 			}
@@ -251,16 +217,47 @@ func TestClientDataTooEarly(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			srv.Write(make([]byte, 99))
 		}()
-		cc, err := (&Transport{}).NewClientConn(cli)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
-		if _, err := cc.RoundTrip(req); err == nil || ctx.Err() != nil {
+		ctx, _, err := pipeGet(t, cli, 3*time.Second)
+		if err == nil || ctx.Err() != nil {
 			t.Fatalf("SETTINGS first %v: round trip: %v (context %v), want an error at once", settings, err, ctx.Err())
 		}
 	}
+}
+
+// awaitRequest reads the client's preface and frames up to its request's
+// HEADERS, then discards what else the client sends; a fake server
+// answers only then, as HEADERS on a stream the client has not opened are
+// a connection error.
+func awaitRequest(srv net.Conn) bool {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(srv, preface); err != nil {
+		return false
+	}
+	fr := http2.NewFramer(nil, srv)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		if _, ok := f.(*http2.HeadersFrame); ok {
+			go io.Copy(io.Discard, srv)
+			return true
+		}
+	}
+}
+
+// pipeGet sends a GET over a client connection on nc and returns the
+// round trip's context (its deadline d), response and error.
+func pipeGet(t *testing.T, nc net.Conn, d time.Duration) (context.Context, *http.Response, error) {
+	t.Helper()
+	cc, err := (&Transport{}).NewClientConn(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
+	res, err := cc.RoundTrip(req)
+	return ctx, res, err
 }
