@@ -137,7 +137,7 @@ func (cr *connReader) framePayload(max uint32) ([]byte, bool) {
 		return nil, false
 	}
 	b := cr.buf[cr.r:cr.w]
-	n := uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2])
+	n := parseFrameHeader(b).length
 	if n > max || uint32(len(b)) < frameHeaderLen+n {
 		return nil, false
 	}

@@ -2,7 +2,6 @@ package h2
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 
 	"golang.org/x/net/http2"
@@ -22,9 +21,8 @@ func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 	if c.hb.active {
 		return false, nil
 	}
-	n := uint32(h[0])<<16 | uint32(h[1])<<8 | uint32(h[2])
-	flags := http2.Flags(h[4])
-	id := binary.BigEndian.Uint32(h[5:]) & (1<<31 - 1)
+	fh := parseFrameHeader(h)
+	n, flags, id := fh.length, fh.flags, fh.id
 	if n == 0 || n > c.cfg.MaxReadFrameSize || c.br.Buffered() >= frameHeaderLen+int(n) || flags.Has(http2.FlagDataPadded) {
 		return false, nil
 	}

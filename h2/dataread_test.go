@@ -37,8 +37,8 @@ func splitFrameServer(t *testing.T, body []byte, first int, release <-chan struc
 		fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1,
 			rawBlock(status200, hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))}))
 		n := len(body)
-		hdr := []byte{byte(n >> 16), byte(n >> 8), byte(n), byte(http2.FrameData), byte(http2.FlagDataEndStream), 0, 0, 0, 1}
-		nc.Write(append(hdr, body[:first]...))
+		hdr := frameHeader{uint32(n), http2.FrameData, http2.FlagDataEndStream, 1}.encode()
+		nc.Write(append(hdr[:], body[:first]...))
 		<-release
 		if cut {
 			return
@@ -213,7 +213,8 @@ func TestClientDataTooEarly(t *testing.T) {
 			}
 			// The frame's header and first byte, the rest later: it is
 			// not buffered whole when the client looks at it.
-			srv.Write([]byte{0, 0, 100, byte(http2.FrameData), 0, 0, 0, 0, 1, 'x'})
+			hdr := frameHeader{100, http2.FrameData, 0, 1}.encode()
+			srv.Write(append(hdr[:], 'x'))
 			time.Sleep(50 * time.Millisecond)
 			srv.Write(make([]byte, 99))
 		}()

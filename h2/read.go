@@ -166,13 +166,12 @@ func (c *Conn) takePlainHeaders(h []byte) (plainHeaders, bool) {
 	if c.nextType != int(http2.FrameHeaders) || c.hb.active || c.cfg.Trace != nil {
 		return plainHeaders{}, false
 	}
-	id := (uint32(h[5])<<24 | uint32(h[6])<<16 | uint32(h[7])<<8 | uint32(h[8])) & (1<<31 - 1)
-	flags := http2.Flags(h[4])
-	if id == 0 || flags&plainMask != http2.FlagHeadersEndHeaders {
+	fh := parseFrameHeader(h)
+	if fh.id == 0 || fh.flags&plainMask != http2.FlagHeadersEndHeaders {
 		return plainHeaders{}, false
 	}
 	frag, ok := c.br.framePayload(c.cfg.MaxReadFrameSize)
-	return plainHeaders{id: id, end: flags.Has(http2.FlagHeadersEndStream), frag: frag}, ok
+	return plainHeaders{id: fh.id, end: fh.flags.Has(http2.FlagHeadersEndStream), frag: frag}, ok
 }
 
 // onPlainHeadersLocked is processLocked for a plainHeaders frame.

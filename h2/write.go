@@ -410,13 +410,39 @@ func (c *Conn) writeDataFrame(f *wframe) error {
 
 // writeFrameHeader writes a frame header into the buffered writer.
 func (c *Conn) writeFrameHeader(n int, t http2.FrameType, flags http2.Flags, id uint32) {
-	c.dataHdr = [frameHeaderLen]byte{byte(n >> 16), byte(n >> 8), byte(n), byte(t), byte(flags),
-		byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+	c.dataHdr = frameHeader{uint32(n), t, flags, id}.encode()
 	c.bw.Write(c.dataHdr[:])
 }
 
 // frameHeaderLen is the size of an HTTP/2 frame header (RFC 9113 4.1).
 const frameHeaderLen = 9
+
+// frameHeader is a frame header as the engine's own paths write and read
+// it, without the Framer: DATA and HEADERS written straight into the
+// buffered writer, and the read loop's look at the next frame.
+type frameHeader struct {
+	length uint32
+	typ    http2.FrameType
+	flags  http2.Flags
+	id     uint32
+}
+
+func (h frameHeader) encode() [frameHeaderLen]byte {
+	n, id := h.length, h.id
+	return [frameHeaderLen]byte{byte(n >> 16), byte(n >> 8), byte(n), byte(h.typ), byte(h.flags),
+		byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+}
+
+// parseFrameHeader reads the first frameHeaderLen bytes of b; the stream
+// identifier's reserved bit is dropped (RFC 9113 4.1).
+func parseFrameHeader(b []byte) frameHeader {
+	return frameHeader{
+		length: uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]),
+		typ:    http2.FrameType(b[3]),
+		flags:  http2.Flags(b[4]),
+		id:     (uint32(b[5])<<24 | uint32(b[6])<<16 | uint32(b[7])<<8 | uint32(b[8])) & (1<<31 - 1),
+	}
+}
 
 // writeHeaderBlock HPACK-encodes fields and writes HEADERS or PUSH_PROMISE
 // plus as many CONTINUATION frames as the peer's frame size requires.
