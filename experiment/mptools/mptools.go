@@ -36,7 +36,10 @@ import (
 //	tool=mph2   package mph2 in this process over every path (source
 //	            addresses), mode=aggregate|handover|interactive,
 //	            budget=PATH=SIZE; a fresh client per run, so its time
-//	            includes the TCP and TLS handshakes as the tools' do
+//	            includes the TCP and TLS handshakes as the tools' do;
+//	            path=NAME: over that path alone, the client shunt get
+//	            --path NAME builds (a single-path download that must wait
+//	            an outage out)
 //	tool=aria2  aria2c --multiple-interface=ADDR,... -x conns -s conns
 //	            -k 1M (aria2's smallest piece: objects under 2 MB are not
 //	            split)
@@ -77,7 +80,7 @@ import (
 type Config struct {
 	Tool         string           `param:"tool" enum:"mph2,aria2,axel,curl,mptcp" help:"the client"`
 	Server       string           `param:"server" enum:"nginx,h2o,shunt" help:"the server, with TLS"`
-	Path         string           `param:"path" help:"tool curl: the path"`
+	Path         string           `param:"path" help:"tool curl: the path; tool mph2: the one path to use (default: all)"`
 	Mode         string           `param:"mode" enum:"aggregate,handover,interactive" help:"tool mph2: how the paths are used"`
 	Budget       string           `param:"budget" help:"tool mph2: PATH=SIZE, at most SIZE bytes on PATH"`
 	Conns        int              `param:"conns" help:"tools aria2 (-x, -s) and axel (-n): connections"`
@@ -100,8 +103,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Tool == "curl" && c.Path == "":
 		return experiment.Errorf("params.path", "", "tool curl needs path=NAME")
-	case c.Tool != "curl" && c.Path != "":
-		return experiment.Errorf("params.path", c.Path, "only tool curl uses one path")
+	case c.Tool != "curl" && c.Tool != "mph2" && c.Path != "":
+		return experiment.Errorf("params.path", c.Path, "only tools curl and mph2 use one path")
 	case c.Tool != "mph2" && (c.Mode != "aggregate" || c.Budget != ""):
 		return experiment.Errorf("params.tool", c.Tool, "mode and budget are tool mph2's")
 	case c.Conns < 1 || (c.Tool == "aria2" && c.Conns > 16):
@@ -162,8 +165,8 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		return nil, &experiment.FieldError{Field: "params.path", Value: c.Path, Err: fmt.Errorf("no such path in condition %s", env.Condition.Name)}
 	}
 	if c.Budget != "" {
-		if name, _, _ := mph2.ParseBudget(c.Budget); !names[name] {
-			return nil, &experiment.FieldError{Field: "params.budget", Value: c.Budget, Err: fmt.Errorf("no path %s in condition %s", name, env.Condition.Name)}
+		if name, _, _ := mph2.ParseBudget(c.Budget); !names[name] || c.Path != "" && name != c.Path {
+			return nil, &experiment.FieldError{Field: "params.budget", Value: c.Budget, Err: fmt.Errorf("no path %s in condition %s used by the run", name, env.Condition.Name)}
 		}
 	}
 	switch c.Tool {
@@ -497,6 +500,9 @@ func (s *Session) runMPH2(ctx context.Context, url, file string, size int64) (ex
 	}
 	client := s.env.Net.Client()
 	for _, pi := range s.env.Net.Paths() {
+		if s.c.Path != "" && pi.Name != s.c.Path {
+			continue
+		}
 		p := mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: s.c.CC, Source: pi.ClientAddr})
 		}}

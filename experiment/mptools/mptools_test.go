@@ -25,6 +25,7 @@ func TestLocal(t *testing.T) {
 			{"tool": "mph2"},
 			{"tool": "mph2", "mode": "handover"},
 			{"tool": "mph2", "mode": "interactive", "budget": "loopback=3MB"},
+			{"tool": "mph2", "path": "loopback"},
 			{"tool": "aria2", "conns": "4"},
 			{"tool": "axel", "conns": "4"},
 			{"tool": "curl", "path": "loopback"},
@@ -80,6 +81,8 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{map[string]string{"tool": "curl"}, "params.path"},
 		{map[string]string{"tool": "aria2", "path": "wifi"}, "params.path"},
+		{map[string]string{"tool": "axel", "path": "wifi"}, "params.path"},
+		{map[string]string{"tool": "mptcp", "path": "wifi"}, "params.path"},
 		{map[string]string{"tool": "aria2", "mode": "handover"}, "params.tool"},
 		{map[string]string{"tool": "aria2", "conns": "17"}, "params.conns"},
 		{map[string]string{"budget": "lte"}, "params.budget"},
@@ -89,6 +92,15 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := Kind.Config(v.params); err == nil || !strings.Contains(err.Error(), v.want) {
 			t.Errorf("%v: %v, want an error naming %s", v.params, err, v.want)
 		}
+	}
+}
+
+// MP-H2 over one path is shunt get --path NAME: the single-path
+// row through the outages.
+func TestSinglePathMPH2(t *testing.T) {
+	c, err := Kind.Config(map[string]string{"tool": "mph2", "path": "lte"})
+	if err != nil || c.Path != "lte" {
+		t.Fatalf("tool mph2 path lte: %+v, %v", c, err)
 	}
 }
 
