@@ -28,8 +28,8 @@ func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 	}
 	c.mu.Lock()
 	st := c.streams.get(id)
-	ok := c.peer.gotFirst && st != nil && (st.state == stateOpen || st.state == stateHalfClosedLocal) && !st.recv.closed && (st.resc == nil || st.gotFinal) &&
-		int64(n) <= c.recvWin.Avail() && int64(n) <= st.recvWin.Avail() && (st.declLen < 0 || st.gotLen+int64(n) <= st.declLen)
+	// A body nobody reads any more goes onData's way, which may reset it.
+	ok := c.peer.gotFirst && st != nil && !st.recv.closed && c.dataErrLocked(id, st, n, int(n)) == nil
 	if ok {
 		c.recvWin.Receive(n)
 		st.recvWin.Receive(n)

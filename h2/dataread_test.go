@@ -262,3 +262,53 @@ func pipeGet(t *testing.T, nc net.Conn, d time.Duration) (context.Context, *http
 	res, err := cc.RoundTrip(req)
 	return ctx, res, err
 }
+
+// A DATA frame refused as a stream error still counts against the
+// connection's window, so its bytes must be handed back: a body over its
+// content-length kept them, and a peer that kept doing so would have
+// stalled every other stream of the connection. Whole and piecewise.
+func TestRefusedDataReturnsConnectionCredit(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		cli, srv := net.Pipe()
+		defer srv.Close()
+		go func() {
+			if !awaitRequest(srv) {
+				return
+			}
+			fr := http2.NewFramer(srv, nil)
+			fr.WriteSettings()
+			fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1,
+				rawBlock(status200, hpack.HeaderField{Name: "content-length", Value: "10"}))
+			hdr := frameHeader{20, http2.FrameData, 0, 1}.encode()
+			if split {
+				srv.Write(append(hdr[:], 'x'))
+				time.Sleep(50 * time.Millisecond)
+				srv.Write(make([]byte, 19))
+			} else {
+				srv.Write(append(hdr[:], make([]byte, 20)...))
+			}
+		}()
+		cc, err := (&Transport{}).NewClientConn(cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://x/", nil)
+		res, err := cc.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("split %v: round trip: %v", split, err)
+		}
+		if _, err := io.ReadAll(res.Body); err == nil {
+			t.Fatalf("split %v: a body over its content-length read without an error", split)
+		}
+		c := cc.Conn()
+		c.mu.Lock()
+		held := int64(c.cfg.ConnWindowSize) - c.recvWin.Avail() - c.recvWin.Pending()
+		c.mu.Unlock()
+		if held != 0 {
+			t.Errorf("split %v: the connection window holds %d bytes of a refused frame, want 0", split, held)
+		}
+	}
+}

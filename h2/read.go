@@ -312,32 +312,22 @@ func (c *Conn) isOurs(id uint32) bool { return (id%2 == 1) == c.client }
 func (c *Conn) onData(f *http2.DataFrame) error {
 	id := f.StreamID
 	n := f.Length // flow control counts padding too
-	if !c.recvWin.Receive(n) {
-		return connError{http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds connection window %d", n, c.recvWin.Avail())}
-	}
-	st := c.streams.get(id)
-	if st == nil || (st.state != stateOpen && st.state != stateHalfClosedLocal) {
-		c.consumedLocked(nil, int(n))
-		if st == nil && c.idleLocked(id) {
-			return connError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on idle stream %d", id)}
-		}
-		return streamError{id, http2.ErrCodeStreamClosed, "DATA on closed stream"}
-	}
-	if !st.recvWin.Receive(n) {
-		c.consumedLocked(nil, int(n))
-		return streamError{id, http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds stream window", n)}
-	}
 	data := f.Data()
+	st := c.streams.get(id)
+	if err := c.dataErrLocked(id, st, n, len(data)); err != nil {
+		var se streamError
+		if errors.As(err, &se) {
+			// Counted against the connection's window all the same (RFC
+			// 9113 6.9), so handed back at once.
+			c.recvWin.Receive(n)
+			c.consumedLocked(nil, int(n))
+		}
+		return err
+	}
+	c.recvWin.Receive(n)
+	st.recvWin.Receive(n)
 	if pad := int(n) - len(data); pad > 0 {
 		c.consumedLocked(st, pad)
-	}
-	if st.resc != nil && !st.gotFinal {
-		// A response's DATA before its final HEADERS is malformed (RFC 9113 8.1).
-		c.consumedLocked(nil, len(data))
-		return streamError{id, http2.ErrCodeProtocol, "DATA before the response's HEADERS"}
-	}
-	if st.declLen >= 0 && st.gotLen+int64(len(data)) > st.declLen {
-		return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("DATA exceeds content-length %d", st.declLen)}
 	}
 	c.bodyBytesLocked(st, data)
 	if st.recv.closed && !st.ours && st.state == stateHalfClosedLocal && !f.StreamEnded() {
@@ -348,6 +338,33 @@ func (c *Conn) onData(f *http2.DataFrame) error {
 	}
 	if f.StreamEnded() {
 		return c.bodyEndLocked(st)
+	}
+	return nil
+}
+
+// dataErrLocked is the error a DATA frame of n flow-controlled bytes, data
+// of them payload, earns on stream id (st, nil if none is open) before
+// either window has taken it; nil accepts it. Both ways a DATA frame is
+// read (onData, readDataInPieces) decide by it, so they cannot drift apart.
+func (c *Conn) dataErrLocked(id uint32, st *stream, n uint32, data int) error {
+	if int64(n) > c.recvWin.Avail() {
+		return connError{http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds connection window %d", n, c.recvWin.Avail())}
+	}
+	if st == nil || (st.state != stateOpen && st.state != stateHalfClosedLocal) {
+		if st == nil && c.idleLocked(id) {
+			return connError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on idle stream %d", id)}
+		}
+		return streamError{id, http2.ErrCodeStreamClosed, "DATA on closed stream"}
+	}
+	if int64(n) > st.recvWin.Avail() {
+		return streamError{id, http2.ErrCodeFlowControl, fmt.Sprintf("DATA of %d bytes exceeds stream window", n)}
+	}
+	if st.resc != nil && !st.gotFinal {
+		// A response's DATA before its final HEADERS is malformed (RFC 9113 8.1).
+		return streamError{id, http2.ErrCodeProtocol, "DATA before the response's HEADERS"}
+	}
+	if st.declLen >= 0 && st.gotLen+int64(data) > st.declLen {
+		return streamError{id, http2.ErrCodeProtocol, fmt.Sprintf("DATA exceeds content-length %d", st.declLen)}
 	}
 	return nil
 }

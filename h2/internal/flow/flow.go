@@ -116,3 +116,6 @@ func (w *Recv) Shift(delta int64) {
 	w.avail += delta
 	w.size += delta
 }
+
+// Pending returns the bytes consumed and not yet handed back.
+func (w *Recv) Pending() int64 { return w.pending }
