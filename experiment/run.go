@@ -1,5 +1,12 @@
 package experiment
 
+import (
+	"fmt"
+	"time"
+
+	"github.com/shunt-net/shunt/netem"
+)
+
 // Condition is one named network setup, built once for all of its runs.
 type Condition struct {
 	Name     string     `yaml:"name" json:"name"`
@@ -12,6 +19,23 @@ type PathSpec struct {
 	Name string   `yaml:"name" json:"name"`
 	Up   LinkSpec `yaml:"up" json:"up"`     // client to server
 	Down LinkSpec `yaml:"down" json:"down"` // server to client
+}
+
+// RTT is the path's round-trip delay: both directions' delays, no
+// queueing, no jitter.
+func (p PathSpec) RTT() (time.Duration, error) {
+	var rtt time.Duration
+	for _, d := range []string{p.Up.Delay, p.Down.Delay} {
+		if d == "" {
+			continue
+		}
+		one, err := netem.ParseDelay(d)
+		if err != nil {
+			return 0, fmt.Errorf("path %s: %w", p.Name, err)
+		}
+		rtt += one
+	}
+	return rtt, nil
 }
 
 // LinkSpec is one direction of a link, as text the link emulator parses

@@ -26,18 +26,8 @@ type xParam struct {
 
 var xParams = map[string]xParam{
 	"rtt": {"RTT (ms)", func(p experiment.PathSpec) (float64, error) {
-		var sum time.Duration
-		for _, d := range []string{p.Up.Delay, p.Down.Delay} {
-			if d == "" {
-				continue
-			}
-			v, err := time.ParseDuration(d)
-			if err != nil {
-				return 0, err
-			}
-			sum += v
-		}
-		return float64(sum) / float64(time.Millisecond), nil
+		rtt, err := p.RTT()
+		return float64(rtt) / float64(time.Millisecond), err
 	}},
 	"loss": {"loss (%)", func(p experiment.PathSpec) (float64, error) {
 		if p.Down.Loss == "" {

@@ -238,15 +238,9 @@ func (s *Session) ideal(size int64) (time.Duration, bool, error) {
 		if err != nil {
 			return 0, false, fmt.Errorf("path %s down rate: %w", p.Name, err)
 		}
-		var rtt time.Duration
-		for _, d := range []string{p.Down.Delay, p.Up.Delay} {
-			if d != "" {
-				x, err := netem.ParseDelay(d)
-				if err != nil {
-					return 0, false, fmt.Errorf("path %s delay: %w", p.Name, err)
-				}
-				rtt += x
-			}
+		rtt, err := p.RTT()
+		if err != nil {
+			return 0, false, err
 		}
 		conds = append(conds, multipath.Cond{Bandwidth: rate / 8, Delay: rtt})
 	}

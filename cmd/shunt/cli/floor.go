@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/shunt-net/shunt/bench"
+	"github.com/shunt-net/shunt/experiment"
+	"github.com/shunt-net/shunt/experiment/pageload"
+	"github.com/shunt-net/shunt/netem"
+	"github.com/shunt-net/shunt/replay/floor"
+	"github.com/shunt-net/shunt/testbed"
+)
+
+var floorCmd = &Command{
+	Name:  "floor",
+	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--compute]",
+	Short: "lower bounds on a scenario's page load times from the pages' graphs and the paths' rates and RTTs (package replay/floor)",
+}
+
+func init() {
+	floorCmd.Run = func(ctx context.Context, args []string) error {
+		return runFloor(args, os.Stdout, os.Stderr)
+	}
+	Register(floorCmd)
+}
+
+// runFloor prints, per page of a scenario's condition, the bound on each
+// path alone, on all paths, and on all paths with the expensive one capped.
+func runFloor(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(floorCmd)
+	fs.SetOutput(stderr)
+	condName := fs.String("condition", "", "the scenario's condition `NAME` (default: its first)")
+	expensive := fs.String("expensive", "", "the `PATH` whose share of the page's bytes --share caps")
+	share := fs.Float64("share", 0.25, "the most of the page's bytes the expensive path may carry, a `FRACTION`")
+	setup := fs.Int("setup", 2, "round trips before a path carries a request: 2 for TCP + TLS 1.3, 1 for h2c")
+	compute := fs.Bool("compute", false, "computations take their recorded time")
+	headers := fs.Int("headers", 52, "header bytes of a full-size packet (IPv4 20 + TCP 20 + timestamps 12): a path's rate carries body in at most MTU-headers bytes of every MTU")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errors.New("want one scenario")
+	}
+	sc, _, err := bench.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(sc.Conditions, func(c experiment.Condition) bool { return *condName == "" || c.Name == *condName })
+	if i < 0 {
+		return fmt.Errorf("scenario %s has no condition %q", sc.Name, *condName)
+	}
+	cond := sc.Conditions[i]
+	paths := make([]floor.Path, len(cond.Paths))
+	for i, ps := range cond.Paths {
+		if paths[i], err = floorPath(ps, *setup, *headers); err != nil {
+			return fmt.Errorf("condition %s: %w", cond.Name, err)
+		}
+	}
+	exp := slices.IndexFunc(paths, func(p floor.Path) bool { return p.Name == *expensive })
+	if *expensive != "" && exp < 0 {
+		return fmt.Errorf("condition %s has no path %q", cond.Name, *expensive)
+	}
+	fmt.Fprintf(stdout, "# %s, condition %s: lower bounds on the page load time (s), setup %d RTT, compute %v, body at most %d of every %d bytes on the wire\n",
+		sc.Name, cond.Name, *setup, *compute, testbed.MTU-*headers, testbed.MTU)
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "# path %s: %.0f bytes/s, RTT %v\n", p.Name, p.Rate, p.RTT)
+	}
+	configs := []floor.Config{}
+	head := "| page | bytes |"
+	for _, p := range paths {
+		configs = append(configs, floor.Config{Paths: []floor.Path{p}})
+		head += " " + p.Name + " alone |"
+	}
+	configs = append(configs, floor.Config{Paths: paths})
+	head += " all paths |"
+	if exp >= 0 {
+		shares := slices.Repeat([]float64{1}, len(paths))
+		shares[exp] = *share
+		configs = append(configs, floor.Config{Paths: paths, MaxShare: shares})
+		head += fmt.Sprintf(" all, %s <= %g %% | (critical path / links) |", *expensive, *share*100)
+	}
+	fmt.Fprintln(stdout, head)
+	for _, o := range sc.Objects {
+		pg, err := pageload.LoadPage(o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "| %s | %d |", o.Name, pg.TotalSize())
+		var last floor.Result
+		for _, c := range configs {
+			c.Compute = *compute
+			if last, err = floor.Bound(pg, c); err != nil {
+				return fmt.Errorf("%s: %w", o.Name, err)
+			}
+			fmt.Fprintf(stdout, " %.3f |", last.PLT.Seconds())
+		}
+		if exp >= 0 {
+			fmt.Fprintf(stdout, " %.3f / %.3f |", last.Critical.Seconds(), last.Links.Seconds())
+		}
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}
+
+// floorPath is a scenario path as the bound sees it: the downlink's rate
+// less the headers of full-size packets (the testbed's MTU), both
+// directions' delays. Jitter can make a packet early and a trace has no one
+// rate, so neither has a bound here; loss only slows a load.
+func floorPath(ps experiment.PathSpec, setup, headers int) (floor.Path, error) {
+	if headers < 0 || headers >= testbed.MTU {
+		return floor.Path{}, fmt.Errorf("%d header bytes of a %d-byte packet", headers, testbed.MTU)
+	}
+	if ps.Up.Jitter != "" || ps.Down.Jitter != "" || ps.Up.Trace != "" || ps.Down.Trace != "" {
+		return floor.Path{}, fmt.Errorf("path %s: jitter or a trace: no bound for them", ps.Name)
+	}
+	bps, err := netem.ParseRate(ps.Down.Rate)
+	if err != nil {
+		return floor.Path{}, fmt.Errorf("path %s: down rate: %w", ps.Name, err)
+	}
+	rtt, err := ps.RTT()
+	if err != nil {
+		return floor.Path{}, err
+	}
+	body := float64(testbed.MTU-headers) / testbed.MTU
+	return floor.Path{Name: ps.Name, Rate: bps / 8 * body, RTT: rtt, Setup: setup}, nil
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/shunt-net/shunt/internal/shared"
+)
+
+func TestFloorHintsLatency(t *testing.T) {
+	if _, err := shared.Path("pages"); err != nil {
+		t.Skipf("shared pages: %v", err)
+	}
+	var out, errs bytes.Buffer
+	if err := runFloor([]string{"hints-latency", "--expensive", "exp", "--share", "0.25"}, &out, &errs); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"# path cheap: 1206667 bytes/s, RTT 80ms", "# path exp: 1206667 bytes/s, RTT 20ms",
+		"| page | bytes | cheap alone | exp alone | all paths | all, exp <= 25 % |",
+		"| google | 74000 |", "| mediafire | 2474000 |",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, "\n| "); n != 7 {
+		t.Errorf("%d table lines, want the head and 6 pages:\n%s", n, text)
+	}
+}
+
+func TestFloorRefuses(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hints-jitter"}, "jitter or a trace: no bound"},
+		{[]string{"hints-latency", "--expensive", "wifi"}, `no path "wifi"`},
+		{[]string{"hints-latency", "--condition", "loss"}, `no condition "loss"`},
+		{[]string{"hints-latency", "--headers", "1500"}, "1500 header bytes"},
+		{[]string{"hints-latency", "--expensive", "exp", "--share", "-0.5"}, "share -0.5 out of [0, 1]"},
+	} {
+		var out, errs bytes.Buffer
+		if err := runFloor(c.args, &out, &errs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one containing %q", c.args, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+// Package floor computes a lower bound on a page load's time over one or
+// more paths from the page's dependency graph and each path's rate and
+// round-trip time: what no placement of the page's objects on the paths can
+// beat, optionally with a cap on the share of the page's bytes a path may
+// carry (issue 19: at most 25 % on the expensive path).
+//
+// The model is optimistic at every step, so its answer is a bound, not a
+// prediction:
+//   - a path delivers its rate from its first byte on (no slow start, no
+//     queueing, no loss) and every byte it carries is body (no TCP, TLS or
+//     HTTP/2 header counted);
+//   - every path starts its handshakes when the load starts and carries its
+//     first request Setup round trips later; a response's first byte comes
+//     one RTT after its request, the server answering at once;
+//   - an object may be split over the paths in any proportion (ranges) and
+//     every part is asked for as soon as the graph lets the object start;
+//   - computations take no time, or their recorded time with Compute, as
+//     the replay walks them (package replay's Walker, on a fake clock).
+//
+// The bound is the later of two: the critical path, every download as fast
+// as all paths together could deliver it with nothing else on them; and the
+// links' capacity, every byte arriving no sooner than its object's earliest
+// request plus its path's RTT, each path at its rate, within the caps (a
+// flow over the paths' time slots). Each is a lower bound on any real load's
+// time, so their maximum is one too.
+package floor
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
+)
+
+// Path is one path of the model.
+type Path struct {
+	Name string
+	Rate float64 // bytes per second the path delivers to the client
+	RTT  time.Duration
+	// Setup is the round trips before the path carries a request: 2 for TCP
+	// and a full TLS 1.3 handshake, 1 for cleartext HTTP/2.
+	Setup int
+}
+
+// arrival is the earliest a byte of a response asked for at ready can reach
+// the client over p.
+func (p Path) arrival(ready time.Duration) time.Duration {
+	return max(ready, time.Duration(p.Setup)*p.RTT) + p.RTT
+}
+
+// Config is the network and the rules of a bound.
+type Config struct {
+	Paths []Path
+	// MaxShare caps the share of the page's bytes path i may carry, a
+	// fraction in [0, 1]; paths past the end of MaxShare are not capped.
+	MaxShare []float64
+	Compute  bool // computations take their recorded time
+}
+
+func (c Config) share(i int) float64 {
+	if i < len(c.MaxShare) {
+		return c.MaxShare[i]
+	}
+	return 1
+}
+
+func (c Config) validate() error {
+	if len(c.Paths) == 0 {
+		return errors.New("floor: no path")
+	}
+	if len(c.MaxShare) > len(c.Paths) {
+		return fmt.Errorf("floor: %d shares for %d paths", len(c.MaxShare), len(c.Paths))
+	}
+	var shares float64
+	for i, p := range c.Paths {
+		if !(p.Rate > 0) || math.IsInf(p.Rate, 0) || p.RTT < 0 || p.Setup < 0 {
+			return fmt.Errorf("floor: path %s: want a finite rate above 0, an RTT and setup round trips of at least 0", p.Name)
+		}
+		s := c.share(i)
+		if !(s >= 0 && s <= 1) {
+			return fmt.Errorf("floor: path %s: share %v out of [0, 1]", p.Name, s)
+		}
+		shares += s
+	}
+	if shares < 1 {
+		return fmt.Errorf("floor: the paths' shares add up to %v: the page's bytes do not fit", shares)
+	}
+	return nil
+}
+
+// Result is a page's bound and its two parts.
+type Result struct {
+	// Critical: the longest chain of the graph, each download done as soon
+	// as all paths together could deliver it with nothing else on them.
+	Critical time.Duration
+	// Links: the earliest the paths can have delivered every byte of the
+	// page, each no sooner than its object's earliest request (as in
+	// Critical) plus the path's RTT, within the caps; rounded down, a few
+	// µs at most (the bisection's 1 µs, each slot's capacity rounded up to
+	// the byte).
+	Links time.Duration
+	PLT   time.Duration // the bound: the later of the two
+	// Ready is the earliest each object's download can start (its
+	// dependencies done, as in Critical), by object index.
+	Ready []time.Duration
+}
+
+// Bound computes the lower bound on p's load time under c.
+func Bound(p *page.Page, c Config) (Result, error) {
+	if err := c.validate(); err != nil {
+		return Result{}, err
+	}
+	r, err := critical(p, c)
+	if err != nil {
+		return r, err
+	}
+	r.Links = links(p, c, r.Ready)
+	r.PLT = max(r.Critical, r.Links)
+	return r, nil
+}
+
+// critical walks p on a fake clock, each download taking its time alone on
+// the paths that may carry bytes at all (a share of 0 leaves one out).
+func critical(p *page.Page, c Config) (Result, error) {
+	var paths []Path
+	for i, path := range c.Paths {
+		if c.share(i) > 0 {
+			paths = append(paths, path)
+		}
+	}
+	type event struct {
+		at       time.Duration
+		activity int
+	}
+	r := Result{Ready: make([]time.Duration, len(p.Objects))}
+	w := replay.NewWalker(p, replay.Options{Compute: c.Compute})
+	t0 := time.Unix(0, 0)
+	var pending []event // in the order they were made, which breaks ties
+	add := func(acts []replay.Action, at time.Duration) {
+		for _, a := range acts {
+			end := at + a.Duration
+			if a.Kind == replay.StartDownload {
+				r.Ready[a.Object] = at
+				end = alone(paths, at, p.Objects[a.Object].Size)
+			}
+			pending = append(pending, event{end, a.Activity})
+		}
+	}
+	add(w.Start(t0), 0)
+	for len(pending) > 0 {
+		next := 0
+		for i, e := range pending {
+			if e.at < pending[next].at {
+				next = i
+			}
+		}
+		e := pending[next]
+		pending = slices.Delete(pending, next, next+1)
+		acts, err := w.Complete(e.activity, t0.Add(e.at))
+		if err != nil {
+			return r, err
+		}
+		add(acts, e.at)
+	}
+	if !w.Done() {
+		return r, fmt.Errorf("floor: page %s: the walk ended with activities left", p.Name)
+	}
+	r.Critical = w.PLT()
+	return r, nil
+}
+
+// alone is when size bytes asked for at ready have all arrived, split over
+// the paths so that all finish together: the fluid optimum with nothing else
+// on the paths. Rounded down to the nanosecond.
+func alone(paths []Path, ready time.Duration, size int64) time.Duration {
+	type start struct {
+		at   float64 // seconds
+		rate float64
+	}
+	starts := make([]start, len(paths))
+	for i, p := range paths {
+		starts[i] = start{p.arrival(ready).Seconds(), p.Rate}
+	}
+	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.at, b.at) })
+	// With the first k paths delivering, the bytes are in at
+	// (size + sum rate*at) / sum rate, if that is before path k+1 starts.
+	var rate, weighted float64
+	for k, s := range starts {
+		rate += s.rate
+		weighted += s.rate * s.at
+		t := (float64(size) + weighted) / rate
+		if k == len(starts)-1 || t <= starts[k+1].at {
+			return time.Duration(math.Max(t, starts[0].at) * 1e9)
+		}
+	}
+	panic("unreachable")
+}
+
+// links finds, by bisection to 1 µs, the earliest time by which the paths
+// can have delivered every byte of p (fits), and returns the latest time
+// found not to fit, so that the answer stays a lower bound.
+func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
+	var total int64
+	for _, o := range p.Objects {
+		total += max(o.Size, 0)
+	}
+	if total == 0 {
+		return 0
+	}
+	// Every path carrying its capped share from the last release on fits.
+	var hi time.Duration
+	for _, path := range c.Paths {
+		for _, r := range ready {
+			hi = max(hi, path.arrival(r))
+		}
+	}
+	slowest := slices.MinFunc(c.Paths, func(a, b Path) int { return cmp.Compare(a.Rate, b.Rate) })
+	hi += time.Duration(math.Ceil(float64(total)/slowest.Rate*1e9)) + time.Microsecond
+	lo := time.Duration(0)
+	for hi-lo > time.Microsecond {
+		mid := lo + (hi-lo)/2
+		if fits(p, c, ready, total, mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return lo
+}
+
+// fits reports whether every byte of p can have arrived by t: a flow from
+// each object (its size) to the paths' time slots it may use (those from
+// its arrival on that path), each slot carrying the path's rate times its
+// length, each path at most its share of the page. Capacities are rounded
+// up, which can only make a shorter time fit: the bound stays a bound.
+func fits(p *page.Page, c Config, ready []time.Duration, total int64, t time.Duration) bool {
+	const src, sink = 0, 1
+	g := newFlow(2 + len(p.Objects))
+	for o, obj := range p.Objects {
+		if obj.Size > 0 {
+			g.edge(src, 2+o, obj.Size)
+		}
+	}
+	for i, path := range c.Paths {
+		node := g.node()
+		g.edge(node, sink, int64(math.Ceil(c.share(i)*float64(total))))
+		var releases []time.Duration
+		for _, r := range ready {
+			if a := path.arrival(r); a < t {
+				releases = append(releases, a)
+			}
+		}
+		slices.Sort(releases)
+		releases = slices.Compact(releases)
+		slot := make(map[time.Duration]int, len(releases))
+		for j, a := range releases {
+			slot[a] = g.node()
+			end := t
+			if j+1 < len(releases) {
+				end = releases[j+1]
+			}
+			g.edge(slot[a], node, int64(math.Ceil(path.Rate*(end-a).Seconds())))
+			if j > 0 {
+				g.edge(slot[releases[j-1]], slot[a], math.MaxInt64)
+			}
+		}
+		for o, r := range ready {
+			if s, ok := slot[path.arrival(r)]; ok && p.Objects[o].Size > 0 {
+				g.edge(2+o, s, math.MaxInt64)
+			}
+		}
+	}
+	return g.maxFlow(src, sink) >= total
+}

@@ -1,0 +1,178 @@
+package floor
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/internal/testpages"
+	"github.com/shunt-net/shunt/page"
+)
+
+const ms = time.Millisecond
+
+// 10 Mbit/s: 1250 bytes a millisecond.
+var (
+	exp   = Path{Name: "exp", Rate: 1.25e6, RTT: 20 * ms, Setup: 2}
+	cheap = Path{Name: "cheap", Rate: 1.25e6, RTT: 80 * ms, Setup: 2}
+)
+
+// graph builds a page: a document of docSize bytes with one computation
+// (compMs long) and children of the given sizes; each child's download
+// depends on the computation's completion, or on its start with onStart.
+func graph(t *testing.T, docSize int64, compMs int, onStart bool, children ...int64) *page.Page {
+	t.Helper()
+	depTime := -1
+	if onStart {
+		depTime = 0
+	}
+	objs := []string{fmt.Sprintf(`{"id": "d", "path": "/d.html", "size": %d, "download": {"id": "d_d", "type": "text/html"},
+	 "comps": [{"id": "d_c", "type": "evalhtml", "time": %d}]}`, docSize, compMs)}
+	var deps []string
+	for i, size := range children {
+		objs = append(objs, fmt.Sprintf(`{"id": "c%d", "path": "/c%d.js", "size": %d, "download": {"id": "c%d_d", "type": "text/javascript"}, "comps": []}`, i, i, size, i))
+		deps = append(deps, fmt.Sprintf(`{"id": "dep%d", "a1": "d_c", "a2": "c%d_d", "time": %d}`, i, i, depTime))
+	}
+	js := fmt.Sprintf(`{"name": "g", "start_activity": "d_d", "objs": [%s], "deps": [%s]}`, strings.Join(objs, ","), strings.Join(deps, ","))
+	p, err := page.ReadGraph("g.json", []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// slack is how far below the exact value Links may come out: the bisection
+// stops within 1 µs, and each slot's capacity is rounded up to the byte.
+const slack = 5 * time.Microsecond
+
+// near checks a bound against the value worked out by hand: never above it,
+// at most slack below.
+func near(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	if got > want || got < want-slack {
+		t.Errorf("%s = %v, want %v (up to %v below)", what, got, want, slack)
+	}
+}
+
+func bound(t *testing.T, p *page.Page, c Config) Result {
+	t.Helper()
+	r, err := Bound(p, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// One 125000-byte document on exp: two round trips of handshakes (40 ms),
+// one for the request (20 ms), 100 ms of bytes.
+func TestOneObjectOnePath(t *testing.T) {
+	r := bound(t, graph(t, 125000, 0, false), Config{Paths: []Path{exp}})
+	near(t, "critical", r.Critical, 160*ms)
+	near(t, "PLT", r.PLT, 160*ms)
+	cleartext := exp
+	cleartext.Setup = 1
+	near(t, "PLT, h2c", bound(t, graph(t, 125000, 0, false), Config{Paths: []Path{cleartext}}).PLT, 140*ms)
+}
+
+// A 12500-byte document and a 125000-byte child over exp and cheap. The
+// document arrives on exp at 60 ms + 10 ms (cheap's first byte could come at
+// 240 ms); the child is asked for at 70 ms, exp delivers it from 90 ms, done
+// at 190 ms before cheap could start. With at most 25 % of the 137500 bytes
+// (34375) on exp, cheap must carry 103125 bytes from 240 ms: 322.5 ms.
+func TestTwoPathsCap(t *testing.T) {
+	p := graph(t, 12500, 0, false, 125000)
+	both := []Path{exp, cheap}
+	r := bound(t, p, Config{Paths: both})
+	if r.Ready[1] != 70*ms {
+		t.Errorf("child ready at %v, want 70ms", r.Ready[1])
+	}
+	near(t, "critical", r.Critical, 190*ms)
+	near(t, "PLT, no cap", r.PLT, 190*ms)
+	r = bound(t, p, Config{Paths: both, MaxShare: []float64{0.25}})
+	near(t, "critical, cap", r.Critical, 190*ms)
+	near(t, "PLT, 25 % on exp", r.PLT, 322500*time.Microsecond)
+	// Nothing on exp is cheap alone: the document at 240 + 10 ms, the
+	// child asked for then, its bytes from 330 ms to 430 ms.
+	near(t, "PLT, nothing on exp", bound(t, p, Config{Paths: both, MaxShare: []float64{0}}).PLT, 430*ms)
+	near(t, "PLT, cheap alone", bound(t, p, Config{Paths: []Path{cheap}}).PLT, 430*ms)
+}
+
+// A big object split: 500000 bytes asked for at 0 over both paths. exp
+// alone would take 60 + 400 ms; with cheap joining at 240 ms both finish
+// together at t where 1250*(t-60) + 1250*(t-240) = 500000: t = 350 ms.
+func TestSplitFinishesTogether(t *testing.T) {
+	r := bound(t, graph(t, 500000, 0, false), Config{Paths: []Path{exp, cheap}})
+	near(t, "critical", r.Critical, 350*ms)
+	near(t, "PLT", r.PLT, 350*ms)
+}
+
+// Two children of 125000 bytes on one path, both asked for at 70 ms: each
+// alone would be done at 190 ms, but the path carries both from 90 ms: 290.
+func TestContention(t *testing.T) {
+	r := bound(t, graph(t, 12500, 0, false, 125000, 125000), Config{Paths: []Path{exp}})
+	near(t, "critical", r.Critical, 190*ms)
+	near(t, "links", r.Links, 290*ms)
+	near(t, "PLT", r.PLT, 290*ms)
+}
+
+// The walker's rules: a computation of 10 ms counts with Compute, and a
+// dependency on its start frees the child when the computation starts.
+func TestComputeAndOnStart(t *testing.T) {
+	one := []Path{exp}
+	cases := []struct {
+		compute, onStart bool
+		ready            time.Duration
+	}{
+		{false, false, 70 * ms},
+		{true, false, 80 * ms},
+		{true, true, 70 * ms},
+	}
+	for _, c := range cases {
+		r := bound(t, graph(t, 12500, 10, c.onStart, 125000), Config{Paths: one, Compute: c.compute})
+		if r.Ready[1] != c.ready {
+			t.Errorf("compute %v, on start %v: child ready at %v, want %v", c.compute, c.onStart, r.Ready[1], c.ready)
+		}
+		near(t, fmt.Sprintf("compute %v, on start %v: PLT", c.compute, c.onStart), r.PLT, c.ready+120*ms)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	p := graph(t, 1000, 0, false)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "no path"},
+		{Config{Paths: []Path{{Name: "x", RTT: ms}}}, "path x: want a finite rate"},
+		{Config{Paths: []Path{exp, cheap}, MaxShare: []float64{0.2, 0.3}}, "shares add up to 0.5"},
+		{Config{Paths: []Path{exp}, MaxShare: []float64{1.5}}, "share 1.5 out of [0, 1]"},
+		{Config{Paths: []Path{exp}, MaxShare: []float64{1, 1}}, "2 shares for 1 paths"},
+	} {
+		if _, err := Bound(p, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// On the Table IV pages: a cap can only raise the bound, a path more can
+// only lower it, and a page's bound is at least its bytes over all paths'
+// rates after the first handshake.
+func TestTableIVPagesOrdered(t *testing.T) {
+	for _, tv := range page.TableIV {
+		p := testpages.Load(t, tv.Graph+".json")
+		free := bound(t, p, Config{Paths: []Path{exp, cheap}}).PLT
+		capped := bound(t, p, Config{Paths: []Path{exp, cheap}, MaxShare: []float64{0.25}}).PLT
+		expAlone := bound(t, p, Config{Paths: []Path{exp}}).PLT
+		cheapAlone := bound(t, p, Config{Paths: []Path{cheap}}).PLT
+		le := func(a, b time.Duration) bool { return a <= b+slack }
+		if !le(free, capped) || !le(capped, cheapAlone) || !le(free, expAlone) || !le(expAlone, cheapAlone) {
+			t.Errorf("%s: free %v, 25 %% cap %v, exp alone %v, cheap alone %v: want free <= cap <= cheap alone, free <= exp alone <= cheap alone",
+				tv.Name, free, capped, expAlone, cheapAlone)
+		}
+		floor := 60*ms + time.Duration(float64(p.TotalSize())/2.5e6*1e9)
+		if free < floor {
+			t.Errorf("%s: bound %v below %v (its bytes at both rates after exp's first byte)", tv.Name, free, floor)
+		}
+	}
+}
