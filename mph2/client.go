@@ -110,6 +110,9 @@ type Client struct {
 	// learned keeps the paths' estimates across downloads when Cache is nil
 	// and the mode picks a path by them (ModeInteractive).
 	learned *estimate.Cache
+	// spent is, per path, the budget (Path.Budget) that finished downloads
+	// used and running ones hold (budgets.go).
+	spent []int64
 }
 
 // Options describe one download.
@@ -311,12 +314,6 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 		if p.Budget < 0 {
 			return nil, fmt.Errorf("mph2: path %s: budget %d: negative", p.Label(i), p.Budget)
 		}
-		if p.Budget > 0 {
-			if cfg.Budget == nil {
-				cfg.Budget = make([]int64, len(c.Paths))
-			}
-			cfg.Budget[i] = p.Budget
-		}
 	}
 	cache := c.estimates()
 	if cache != nil {
@@ -330,13 +327,16 @@ func (c *Client) Download(ctx context.Context, rawURL string, w io.WriterAt, o O
 			return nil, fmt.Errorf("mph2: GET %s: %w", u, err)
 		}
 	}
+	c.holdBudgets(&cfg)
 	sched, err := multipath.New(cfg)
 	if err != nil {
+		c.settleBudgets(cfg, nil)
 		return nil, fmt.Errorf("mph2: %w", err)
 	}
 	d := newDownload(ctx, c, u, w, o, sched, start)
 	defer d.stop()
 	res, err := d.run()
+	c.settleBudgets(cfg, sched)
 	if err == nil && cache != nil {
 		now := time.Now()
 		for i, p := range c.Paths {

@@ -3,6 +3,7 @@ package mph2
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -18,9 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/internal/wiretap"
 	"github.com/shunt-net/shunt/peers"
 )
 
@@ -157,61 +157,80 @@ func (c *delayConn) Close() error {
 	return c.Conn.Close()
 }
 
-// dataCounter counts the HTTP/2 DATA payload a client connection reads, by
-// parsing a copy of the bytes with x/net's framer: what the path received,
-// whatever package mph2 thinks it did.
-type dataCounter struct {
-	net.Conn
-	w    *io.PipeWriter
-	mu   sync.Mutex
-	n    int64
-	done chan struct{}
+// countedPath wraps p's dial so that every connection's DATA is counted
+// (wiretap.Dial); the returned func, once the connections are closed,
+// gives the total.
+func countedPath(p Path) (Path, func() int64) {
+	var total func() int64
+	p.Dial, total = wiretap.Dial(p.Dial)
+	return p, total
 }
 
-func countData(c net.Conn) *dataCounter {
-	r, w := io.Pipe()
-	d := &dataCounter{Conn: c, w: w, done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		fr := http2.NewFramer(nil, r)
-		for {
-			f, err := fr.ReadFrame()
+// A path's budget is the Client's, across its downloads: sequential ones,
+// concurrent ones, and requests the Transport passes through (never on a
+// budgeted path). Counted on the wire; every body checked.
+func TestBudgetAcrossDownloads(t *testing.T) {
+	base := startServer(t, nil)
+	const size = 2 << 20
+	const budget = 1 << 20
+	for _, mode := range []Mode{ModeAggregate, ModeHandover, ModeInteractive} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cell, onWire := countedPath(loopPath("cell", 8e6, 0))
+			cell.Budget = budget
+			c := &Client{Mode: mode, Paths: []Path{cell, loopPath("wifi", 4e6, 0)}}
+			url := fmt.Sprintf("%s/gen/%d", base, size)
+			var got []int64
+			for range 3 {
+				res, _ := fetchAll(t, c, url, size, Options{})
+				got = append(got, res.Paths[0].Received)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 2)
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					f := newMemFile(size)
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if _, err := c.Download(ctx, url, f, Options{}); err != nil {
+						errs <- err
+						return
+					}
+					if sha256.Sum256(f.b) != content.Digest(size) || bytes.Count(f.writes, []byte{1}) != size {
+						errs <- fmt.Errorf("concurrent download: not the object, each byte written once")
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			// A caller's own Range is passed through, never on cell.
+			tr := &Transport{Client: c}
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("Range", "bytes=0-99999")
+			res, err := tr.RoundTrip(req)
 			if err != nil {
-				r.CloseWithError(err)
-				return
+				t.Fatal(err)
 			}
-			if df, ok := f.(*http2.DataFrame); ok {
-				d.mu.Lock()
-				d.n += int64(len(df.Data()))
-				d.mu.Unlock()
+			n, _ := io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 206 || n != 100000 {
+				t.Fatalf("pass-through: status %d, %d bytes", res.StatusCode, n)
 			}
-		}
-	}()
-	return d
-}
-
-func (d *dataCounter) Read(p []byte) (int, error) {
-	n, err := d.Conn.Read(p)
-	if n > 0 {
-		d.w.Write(p[:n])
+			c.Close()
+			wire := onWire()
+			t.Logf("cell received %v in the sequential downloads; %d DATA bytes on the wire in all", got, wire)
+			if wire > budget {
+				t.Fatalf("cell received %d bytes on the wire over the Client's downloads, over its budget %d", wire, budget)
+			}
+			if mode == ModeAggregate && got[0] < budget/2 {
+				t.Errorf("the first download received %d on cell, want most of its budget %d used", got[0], budget)
+			}
+		})
 	}
-	if err != nil {
-		d.w.CloseWithError(err)
-	}
-	return n, err
-}
-
-func (d *dataCounter) Close() error {
-	err := d.Conn.Close()
-	d.w.Close()
-	return err
-}
-
-func (d *dataCounter) total() int64 {
-	<-d.done
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.n
 }
 
 // A budgeted path never receives more DATA than its budget, counted on
@@ -227,32 +246,15 @@ func TestBudgetOnTheWire(t *testing.T) {
 			for _, o := range []Options{{}, {Size: size}} {
 				name := fmt.Sprintf("%v/%v/size=%d", mode, ea, o.Size)
 				t.Run(name, func(t *testing.T) {
-					var mu sync.Mutex
-					var conns []*dataCounter
 					// The budgeted path is the faster one and the primary, so
 					// every mode wants more of it than the budget allows.
-					cell := loopPath("cell", 8e6, 0)
-					dial := cell.Dial
-					cell.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-						c, err := dial(ctx, network, addr)
-						if err != nil {
-							return nil, err
-						}
-						dc := countData(c)
-						mu.Lock()
-						conns = append(conns, dc)
-						mu.Unlock()
-						return dc, nil
-					}
+					cell, onWire := countedPath(loopPath("cell", 8e6, 0))
 					cell.Budget = budget
 					c := &Client{Mode: mode, EndAdjust: ea, Paths: []Path{cell, loopPath("wifi", 4e6, 0)}}
 					o.Settle = 200 * time.Millisecond
 					res, _ := fetchAll(t, c, fmt.Sprintf("%s/gen/%d", base, size), size, o)
 					c.Close()
-					var wire int64
-					for _, dc := range conns {
-						wire += dc.total()
-					}
+					wire := onWire()
 					p := res.Paths[0]
 					t.Logf("cell: %d DATA bytes on the wire, %d received, %d delivered, budget full at %v; total %v", wire, p.Received, p.Delivered, p.BudgetFull, res.Total)
 					if wire > budget || p.Received > budget {

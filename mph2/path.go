@@ -36,8 +36,10 @@ type Path struct {
 	// whose queries go over this path finds the server closest to it).
 	Resolver *net.Resolver
 	// Budget, if positive, bounds the response body bytes this path
-	// receives in one download, tail bytes included (a cellular data
-	// allowance): ranges are sized so it cannot be overshot.
+	// receives over all the Client's downloads, concurrent ones included,
+	// tail bytes included (a cellular data allowance): ranges are sized so
+	// it cannot be overshot (budgets.go). Requests the Transport passes
+	// through unsplit never go on a budgeted path.
 	Budget int64
 }
 

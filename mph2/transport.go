@@ -25,7 +25,11 @@ import (
 // object, a body of unknown length) is the first path's response, passed
 // through as it came. Requests that are not a plain GET (another method, a
 // body, a Range or a conditional header of the caller's own) go as they are
-// on the first path whose connection works.
+// on the first path without a byte budget whose connection works.
+//
+// Path budgets (Path.Budget) hold across every response: the GET's first
+// request goes on a path without a budget if there is one (else as a range
+// the budget holds, so nothing is passed through whole on a budgeted path).
 //
 // A split body that cannot be completed (no path left, the stall timeout)
 // ends with an error from Read, never with a silent EOF.
@@ -129,11 +133,16 @@ func rangeable(h http.Header) bool {
 	return strings.EqualFold(strings.TrimSpace(h.Get("Accept-Ranges")), "bytes")
 }
 
-// passThrough sends req as it is on the first path whose connection to the
-// server works.
+// passThrough sends req as it is on the first path without a budget whose
+// connection to the server works: a response passed through is not sized
+// by the scheduler, so nothing would bound it on a budgeted path.
 func (t *Transport) passThrough(req *http.Request) (*http.Response, error) {
 	var errs []error
-	for i := range t.Client.Paths {
+	for i, p := range t.Client.Paths {
+		if p.Budget > 0 {
+			errs = append(errs, fmt.Errorf("path %s: has a byte budget", p.Label(i)))
+			continue
+		}
 		pc := t.Client.conn(i, req.URL)
 		select {
 		case <-pc.ready:

@@ -33,6 +33,20 @@ func (s *Scheduler) budget(p PathID) int64 {
 	return s.cfg.Budget[p]
 }
 
+// Reserved is what path p may have received or may still receive of its
+// budget: Config.Spent, plus every byte its streams were sent or may still
+// be sent. A client that shares a budget between downloads charges each
+// download this, less its Spent, when it ends.
+func (s *Scheduler) Reserved(p PathID) int64 { return s.reserved(p) }
+
+// spentBefore is what path p had used of its budget before this download.
+func (s *Scheduler) spentBefore(p PathID) int64 {
+	if s.cfg.Spent == nil {
+		return 0
+	}
+	return s.cfg.Spent[p]
+}
+
 // reserved is what path p may have received or still receive.
 func (s *Scheduler) reserved(p PathID) int64 {
 	n := s.paths[p].spent
@@ -72,21 +86,24 @@ func (s *Scheduler) noteFull(now time.Time, p PathID) {
 }
 
 // checkBudgets refuses a download the budgets cannot carry: every path has
-// one and together they hold less than the object.
+// one and together they hold less than the object, or (size unknown)
+// nothing at all.
 func (s *Scheduler) checkBudgets() error {
-	if s.size < 0 || s.cfg.Budget == nil {
+	if s.cfg.Budget == nil {
 		return nil
 	}
 	var total int64
 	for i := range s.paths {
-		b := s.budget(PathID(i))
-		if b <= 0 {
+		if s.budget(PathID(i)) <= 0 {
 			return nil
 		}
-		total += b
+		total += s.budget(PathID(i)) - s.spentBefore(PathID(i))
+	}
+	if total <= 0 {
+		return fmt.Errorf("multipath: every path's budget is spent")
 	}
 	if total < s.size {
-		return fmt.Errorf("multipath: the paths' budgets add up to %d bytes, the object has %d", total, s.size)
+		return fmt.Errorf("multipath: the paths' budgets have %d bytes left, the object has %d", total, s.size)
 	}
 	return nil
 }

@@ -104,3 +104,62 @@ func TestBudgetBlocked(t *testing.T) {
 		t.Error("BudgetFull not set")
 	}
 }
+
+// A budget shared with earlier downloads (Config.Spent) leaves this one
+// only the rest: the path receives at most Budget - Spent (runSim fails
+// over it), none at all once it is spent, and Reserved ends at Spent plus
+// what the path received, the charge its client books.
+func TestBudgetSpentBefore(t *testing.T) {
+	const size = 8 << 20
+	const budget = 2 << 20
+	for _, mode := range []Mode{Aggregate, Handover, Interactive} {
+		for _, known := range []bool{true, false} {
+			for _, on := range []int{0, 1} {
+				for _, spent := range []int64{0, budget - 300_000, budget} {
+					name := fmt.Sprintf("%v/known=%v/path%d/spent=%d", mode, known, on, spent)
+					cfg := Config{Size: -1, Mode: mode, Budget: make([]int64, 2), Spent: make([]int64, 2)}
+					if known {
+						cfg.Size = size
+					}
+					cfg.Budget[on], cfg.Spent[on] = budget, spent
+					var sched *Scheduler
+					r, err := runSimWith(simConfig{Size: size, Paths: fig8Paths(5, 10, 64<<10), Sched: cfg}, true, func(s *Scheduler) { sched = s })
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					got := r.Delivered[on] + r.Wasted[on]
+					if spent == budget && got != 0 {
+						t.Errorf("%s: the spent path received %d bytes", name, got)
+					}
+					if mode == Aggregate && spent == 0 && got < budget/2 {
+						t.Errorf("%s: the budgeted path received %d, want its budget used", name, got)
+					}
+					if res := sched.Reserved(PathID(on)); res != spent+got {
+						t.Errorf("%s: Reserved %d, want spent %d + received %d", name, res, spent, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Budgets every path has spent cannot carry any object: refused at New,
+// size known or not; Spent must lie within its path's budget.
+func TestBudgetSpentRefused(t *testing.T) {
+	for _, size := range []int64{-1, 1000} {
+		if _, err := New(Config{Paths: 2, Size: size, Budget: []int64{400, 500}, Spent: []int64{400, 500}}); err == nil {
+			t.Errorf("size %d: budgets all spent: no error", size)
+		}
+		if _, err := New(Config{Paths: 2, Size: size, Budget: []int64{400, 0}, Spent: []int64{400, 0}}); err != nil {
+			t.Errorf("size %d: one path without budget: %v", size, err)
+		}
+	}
+	if _, err := New(Config{Paths: 2, Size: 1000, Budget: []int64{600, 600}, Spent: []int64{100, 200}}); err == nil {
+		t.Error("900 bytes left for 1000: no error")
+	}
+	for _, bad := range [][]int64{{1}, {-1, 0}, {401, 0}, {0, 1}} {
+		if _, err := New(Config{Paths: 2, Size: 10, Budget: []int64{400, 0}, Spent: bad}); err == nil {
+			t.Errorf("New with Spent %v: no error", bad)
+		}
+	}
+}

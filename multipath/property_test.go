@@ -67,7 +67,14 @@ func randomCase(seed uint64) simConfig {
 			}
 		}
 	}
-	c.Sched.InOrder = rng.intn(2) == 0 // drawn last: earlier seeds' cases stay as they were
+	c.Sched.InOrder = rng.intn(2) == 0 // drawn after the rest: earlier seeds' cases stay as they were
+	if c.Sched.Budget != nil && rng.intn(2) == 0 {
+		// Part of each budget, or all of it, spent by earlier downloads.
+		c.Sched.Spent = make([]int64, n)
+		for i, b := range c.Sched.Budget {
+			c.Sched.Spent[i] = int64(rng.intn(int(b) + 1))
+		}
+	}
 	return c
 }
 

@@ -108,6 +108,10 @@ type Config struct {
 	// Budget, if not nil, bounds the response bytes each path may receive,
 	// indexed by PathID; 0 means no bound (budget.go).
 	Budget []int64
+	// Spent, if not nil, is what each budgeted path has used of its Budget
+	// before this download (a budget shared by a client's downloads): its
+	// room starts at Budget - Spent. Indexed by PathID.
+	Spent []int64
 	// InOrder is for an application that reads the object in order as it
 	// arrives (a response streamed through a proxy): in Aggregate, the
 	// object is handed out from its front in pieces of PieceTime of each
@@ -299,6 +303,14 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, fmt.Errorf("multipath: config Budget[%d]=%d: negative", i, b)
 		}
 	}
+	if cfg.Spent != nil && len(cfg.Spent) != cfg.Paths {
+		return nil, fmt.Errorf("multipath: config Spent has %d entries for %d paths", len(cfg.Spent), cfg.Paths)
+	}
+	for i, n := range cfg.Spent {
+		if n < 0 || n > 0 && (cfg.Budget == nil || n > cfg.Budget[i]) {
+			return nil, fmt.Errorf("multipath: config Spent[%d]=%d: want 0 up to the path's Budget", i, n)
+		}
+	}
 	if cfg.EndAdjust > ResetStream {
 		return nil, fmt.Errorf("multipath: config EndAdjust=%d: unknown", cfg.EndAdjust)
 	}
@@ -336,6 +348,9 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		if cfg.PriorAt != nil {
 			p.priorAt = cfg.PriorAt[i]
+		}
+		if cfg.Spent != nil {
+			p.spent = cfg.Spent[i]
 		}
 		s.paths = append(s.paths, p)
 	}

@@ -267,7 +267,7 @@ func runSimWith(cfg simConfig, checkEveryEvent bool, seen func(*Scheduler)) (sim
 		}
 	}
 	for i := range cfg.Paths {
-		if b := sc.budgetOf(i); b > 0 && m.err == nil && m.res.Delivered[i]+m.res.Wasted[i] > b {
+		if b, ok := sc.budgetOf(i); ok && m.err == nil && m.res.Delivered[i]+m.res.Wasted[i] > b {
 			m.fail("path %d received %d bytes (%d delivered, %d tail), over its budget %d", i, m.res.Delivered[i]+m.res.Wasted[i], m.res.Delivered[i], m.res.Wasted[i], b)
 		}
 		st := s.Stats(PathID(i))
@@ -281,11 +281,16 @@ func runSimWith(cfg simConfig, checkEveryEvent bool, seen func(*Scheduler)) (sim
 
 var epoch = time.Unix(0, 0)
 
-func (c Config) budgetOf(i int) int64 {
-	if c.Budget == nil {
-		return 0
+// budgetOf is the bytes path i may receive in this download, its budget
+// less what it spent before; false if it has no budget.
+func (c Config) budgetOf(i int) (int64, bool) {
+	if c.Budget == nil || c.Budget[i] == 0 {
+		return 0, false
 	}
-	return c.Budget[i]
+	if c.Spent != nil {
+		return c.Budget[i] - c.Spent[i], true
+	}
+	return c.Budget[i], true
 }
 
 var simTrace func(now time.Duration, s *Scheduler, acts []Action)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,11 @@ type Config struct {
 	// Listener, when set, is served instead of listening on Listen: a
 	// socket made in another network namespace, say.
 	Listener net.Listener
-	Paths    []mph2.Path // at least one; CONNECT tunnels take the first that dials
+	// Paths: at least one; CONNECT tunnels take the first without a byte
+	// budget that dials. A path's Budget bounds what it receives over the
+	// proxy's life, every response together (mph2.Path.Budget: the
+	// proxy's one mph2.Client holds it across responses).
+	Paths []mph2.Path
 	// SplitMin is the smallest response split over the paths
 	// (mph2.Transport.SplitMin; 0: its default).
 	SplitMin int64
@@ -94,7 +99,15 @@ func (c Config) Validate() error {
 		if seen[name] {
 			return fmt.Errorf("proxy: Paths: two paths named %q", name)
 		}
+		if p.Budget < 0 {
+			return fmt.Errorf("proxy: path %s: Budget %d: negative", name, p.Budget)
+		}
 		seen[name] = true
+	}
+	if c.Policy != nil && slices.ContainsFunc(c.Paths, func(p mph2.Path) bool { return p.Budget != 0 }) {
+		// Its mph2.Hinted places requests by the policy's rules, which have
+		// budgets of their own (budget= in a rule), per page load.
+		return errors.New("proxy: a path's Budget bounds Mode's MP-H2 client; a Policy places requests itself (use budget= in its rules)")
 	}
 	if c.Cost != nil && len(c.Cost) != len(c.Paths) {
 		return fmt.Errorf("proxy: Cost: %d costs for %d paths", len(c.Cost), len(c.Paths))
@@ -203,12 +216,17 @@ func (r *Running) Wait() error {
 	return err
 }
 
-// firstPath dials on the first path that connects: a tunnel is one TCP
-// connection, carried on one path.
+// firstPath dials on the first path without a byte budget that connects:
+// a tunnel is one TCP connection, carried on one path, and its bytes are
+// the application's, which no budget could bound.
 func firstPath(paths []mph2.Path) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var errs []error
 		for i, p := range paths {
+			if p.Budget > 0 {
+				errs = append(errs, fmt.Errorf("path %s: has a byte budget", p.Label(i)))
+				continue
+			}
 			c, err := p.DialContext(ctx, network, addr)
 			if err == nil {
 				return c, nil

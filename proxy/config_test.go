@@ -72,12 +72,19 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{}}, "no CA"},
 		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{CA: &CA{}}}, "Policy"},
 		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}, Intercept: &Intercept{CA: &CA{}}, Policy: &hints.Policy{}, TLS: true}, "cleartext"},
+		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{budgeted(a, -1)}}, "negative"},
+		{Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{budgeted(a, 1000)}, Policy: &hints.Policy{}}, "budget= in its rules"},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: %v, want error %q", tc.c, err, tc.err)
 		}
 	}
-	if err := (Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{a}}).Validate(); err != nil {
+	if err := (Config{Listen: "127.0.0.1:0", Paths: []mph2.Path{budgeted(a, 1000)}}).Validate(); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
+}
+
+func budgeted(p mph2.Path, n int64) mph2.Path {
+	p.Budget = n
+	return p
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/origin"
+	"github.com/shunt-net/shunt/internal/wiretap"
 	"github.com/shunt-net/shunt/mph2"
 	"github.com/shunt-net/shunt/multipath"
 	"github.com/shunt-net/shunt/peers"
@@ -42,12 +43,18 @@ import (
 // estimates=false splits every response evenly at first (MP-H2 without
 // +BW/L). path_mode is the proxy's mode (aggregate: split; interactive:
 // each response whole on the path expected to finish it first, a path not
-// yet measured probed).
+// yet measured probed). fresh=true starts a fresh proxy for every run
+// (primed first if prime). budget=PATH=SIZE is the proxy's --budget: at
+// most SIZE bytes on PATH over the proxy's life, its priming fetch
+// included; it needs fresh, or the first run would spend it for the rest.
 //
 // Metrics: time (curl's time_total: the whole fetch as the application sees
 // it, TCP handshakes included), first_byte (time_starttransfer). Counts:
 // bytes, and for mode proxy bytes_PATH (what each path delivered of a split
-// response; 0 on every path for one passed through whole).
+// response; 0 on every path for one passed through whole) and wire_PATH
+// (the DATA payload the path's connections read since the proxy started,
+// counted by parsing what they read, tail bytes included: what a budget
+// bounds).
 type Config struct {
 	Mode     string           `param:"mode" enum:"proxy,direct" help:"curl through shunt proxy over every path, or directly on one path"`
 	Path     string           `param:"path" help:"the path of mode direct"`
@@ -60,6 +67,8 @@ type Config struct {
 	Estimates bool   `param:"estimates" help:"mode proxy: split by path estimates learned from earlier responses (primed by one untimed fetch), else evenly"`
 	Prime     bool   `param:"prime" help:"mode proxy with estimates: one untimed fetch before the runs"`
 	PathMode  string `param:"path_mode" enum:"aggregate,handover,interactive" help:"mode proxy: how the proxy uses the paths"`
+	Budget    string `param:"budget" help:"mode proxy with fresh: PATH=SIZE, the proxy's --budget (over its life)"`
+	Fresh     bool   `param:"fresh" help:"mode proxy: a fresh proxy for every run (primed first if prime), so nothing carries over between runs"`
 }
 
 // DefaultConfig is curl through the proxy from shunt's server, cubic.
@@ -82,8 +91,18 @@ func (c Config) Validate() error {
 		return experiment.Errorf("params.path_mode", c.PathMode, "only for mode proxy")
 	case !c.Estimates && !c.Prime:
 		return experiment.Errorf("params.prime", "false", "primes the estimates: only with estimates=true")
+	case c.Mode == "direct" && (c.Budget != "" || c.Fresh):
+		return experiment.Errorf("params.mode", c.Mode, "budget and fresh are for mode proxy")
+	case c.Budget != "" && !c.Fresh:
+		// Over a session's runs the budget would be spent by the first.
+		return experiment.Errorf("params.budget", c.Budget, "a budget holds over the proxy's life: set fresh=true, a proxy per run")
 	case c.SplitMin < 0:
 		return experiment.Errorf("params.split_min", strconv.FormatInt(int64(c.SplitMin), 10), "want a positive size")
+	}
+	if c.Budget != "" {
+		if _, _, err := mph2.ParseBudget(c.Budget); err != nil {
+			return experiment.Errorf("params.budget", c.Budget, "%v", err)
+		}
 	}
 	return nil
 }
@@ -108,7 +127,9 @@ type Session struct {
 	undo   func() error
 
 	mu        sync.Mutex
-	delivered []int64 // this run's bytes per path (mode proxy)
+	delivered []int64        // this run's bytes per path (mode proxy)
+	wire      []func() int64 // DATA read per path since the proxy started, once its connections are closed
+	runs      int
 }
 
 // Start writes the objects, starts the origin, makes c.CC the client
@@ -153,33 +174,12 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		s.info["via"] = "direct, source address " + s.source
 		return s, nil
 	}
-	pm, _ := multipath.ParseMode(c.PathMode) // checked by the enum
-	cfg := proxy.Config{SplitMin: int64(c.SplitMin), NoEstimateCache: !c.Estimates, Mode: pm}
-	for _, pi := range paths {
-		cfg.Paths = append(cfg.Paths, mph2.Path{Name: pi.Name, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: c.CC, Source: pi.ClientAddr})
-		}})
+	if c.Budget != "" {
+		s.info["budget"] = c.Budget + " over the proxy's life"
 	}
-	ln, err := client.Listen("tcp", "127.0.0.1:0", experiment.SockOpts{CC: c.CC})
-	if err != nil {
+	if err := s.startProxy(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	pctx, stop := context.WithCancel(context.Background())
-	s.delivered = make([]int64, len(paths))
-	cfg.Listener = ln
-	cfg.ErrorLog = log.New(env.Log, "shunt proxy: ", log.LstdFlags)
-	cfg.Progress = func(p int, n int64) {
-		s.mu.Lock()
-		s.delivered[p] = n
-		s.mu.Unlock()
-	}
-	s.px, err = proxy.Start(pctx, cfg)
-	if err != nil {
-		stop()
-		ln.Close()
-		return nil, errors.Join(err, s.Close())
-	}
-	s.stop = stop
 	split := "256KiB (default)"
 	if c.SplitMin > 0 {
 		split = strconv.FormatInt(int64(c.SplitMin), 10) + " bytes"
@@ -190,18 +190,70 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 	}
 	if c.Estimates && c.Prime {
 		est = "path estimates cached across responses, primed by one untimed fetch"
-		if len(env.Objects) > 0 {
-			sz, err := origin.ParseSizes(env.Objects[0])
-			if err == nil {
-				_, err = s.fetch(ctx, sz.Size)
-			}
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("priming the proxy's estimates: %w", err), s.Close())
-			}
+	}
+	fresh := "fresh connections per run"
+	if c.Fresh {
+		fresh = "a fresh proxy per run"
+	}
+	s.info["via"] = "shunt proxy (mph2.Transport over every path, mode " + c.PathMode + ", " + fresh + ", split_min " + split + ", " + est + ", " + c.CC + " per socket)"
+	return s, nil
+}
+
+// startProxy starts shunt proxy in the client namespace over every path
+// (each path's reads counted, wiretap) and primes its estimates with one
+// untimed fetch of the first object if the config says so.
+func (s *Session) startProxy(ctx context.Context) error {
+	c, client := s.c, s.env.Net.Client()
+	pm, _ := multipath.ParseMode(c.PathMode) // checked by the enum
+	cfg := proxy.Config{SplitMin: int64(c.SplitMin), NoEstimateCache: !c.Estimates, Mode: pm}
+	budgetPath, budget := "", int64(0)
+	if c.Budget != "" {
+		budgetPath, budget, _ = mph2.ParseBudget(c.Budget) // checked by Validate
+	}
+	s.wire = nil
+	for _, pi := range s.env.Net.Paths() {
+		dial, wire := wiretap.Dial(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return client.DialContext(ctx, network, addr, experiment.SockOpts{CC: c.CC, Source: pi.ClientAddr})
+		})
+		p := mph2.Path{Name: pi.Name, Dial: dial}
+		if pi.Name == budgetPath {
+			p.Budget, budgetPath = budget, ""
+		}
+		cfg.Paths = append(cfg.Paths, p)
+		s.wire = append(s.wire, wire)
+	}
+	if budgetPath != "" {
+		return &experiment.FieldError{Field: "params.budget", Value: c.Budget, Err: fmt.Errorf("no path %s in condition %s", budgetPath, s.env.Condition.Name)}
+	}
+	ln, err := client.Listen("tcp", "127.0.0.1:0", experiment.SockOpts{CC: c.CC})
+	if err != nil {
+		return err
+	}
+	pctx, stop := context.WithCancel(context.Background())
+	s.delivered = make([]int64, len(cfg.Paths))
+	cfg.Listener = ln
+	cfg.ErrorLog = log.New(s.env.Log, "shunt proxy: ", log.LstdFlags)
+	cfg.Progress = func(p int, n int64) {
+		s.mu.Lock()
+		s.delivered[p] = n
+		s.mu.Unlock()
+	}
+	if s.px, err = proxy.Start(pctx, cfg); err != nil {
+		stop()
+		ln.Close()
+		return err
+	}
+	s.stop = stop
+	if c.Estimates && c.Prime && len(s.env.Objects) > 0 {
+		sz, err := origin.ParseSizes(s.env.Objects[0])
+		if err == nil {
+			_, err = s.fetch(ctx, sz.Size)
+		}
+		if err != nil {
+			return fmt.Errorf("priming the proxy's estimates: %w", err)
 		}
 	}
-	s.info["via"] = "shunt proxy (mph2.Transport over every path, mode " + c.PathMode + ", fresh connections per run, split_min " + split + ", " + est + ", " + c.CC + " per socket)"
-	return s, nil
+	return nil
 }
 
 func (s *Session) Info() map[string]string { return s.info }
@@ -209,10 +261,7 @@ func (s *Session) Info() map[string]string { return s.info }
 // Close stops the proxy and the origin and restores the namespace's CC.
 func (s *Session) Close() error {
 	var errs []error
-	if s.px != nil {
-		s.stop()
-		errs = append(errs, s.px.Wait())
-	}
+	errs = append(errs, s.stopProxy())
 	errs = append(errs, s.undo())
 	if s.origin != nil {
 		errs = append(errs, s.origin.Close())
@@ -220,13 +269,31 @@ func (s *Session) Close() error {
 	return errors.Join(errs...)
 }
 
+// stopProxy stops the proxy, if one runs, and waits for it.
+func (s *Session) stopProxy() error {
+	if s.px == nil {
+		return nil
+	}
+	s.stop()
+	err := s.px.Wait()
+	s.px = nil
+	return err
+}
+
 // Run fetches the object once with curl and checks it by length and
-// SHA-256 against the generated bytes.
+// SHA-256 against the generated bytes; with fresh, every run after the
+// first starts a new proxy.
 func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result, error) {
 	sz, err := origin.ParseSizes(r.Object)
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	if s.c.Fresh && s.runs > 0 {
+		if err := errors.Join(s.stopProxy(), s.startProxy(ctx)); err != nil {
+			return experiment.Result{}, fmt.Errorf("a fresh proxy for the run: %w", err)
+		}
+	}
+	s.runs++
 	w, err := s.fetch(ctx, sz.Size)
 	if err != nil {
 		return experiment.Result{}, err
@@ -238,9 +305,13 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		Sock:    experiment.SockOpts{CC: s.c.CC, Source: s.source},
 	}
 	if s.px != nil {
+		// Closed, the connections have read their last byte: the counts
+		// are final up to this run.
+		s.px.CloseConnections()
 		s.mu.Lock()
 		for i, p := range s.env.Net.Paths() {
 			res.Counts["bytes_"+p.Name] = float64(s.delivered[i])
+			res.Counts["wire_"+p.Name] = float64(s.wire[i]())
 		}
 		s.mu.Unlock()
 	}

@@ -20,7 +20,8 @@ func TestLocal(t *testing.T) {
 	}
 	obj := experiment.Object{Name: "3MB", Size: "3MB"}
 	for _, params := range []map[string]string{{"mode": "proxy"}, {"mode": "proxy", "estimates": "false"},
-		{"mode": "proxy", "path_mode": "interactive", "prime": "false"}, {"mode": "direct", "path": "loopback"}} {
+		{"mode": "proxy", "path_mode": "interactive", "prime": "false"}, {"mode": "proxy", "budget": "loopback=100MB", "fresh": "true"},
+		{"mode": "direct", "path": "loopback"}} {
 		c, err := Kind.Config(params)
 		if err != nil {
 			t.Fatal(err)
@@ -44,6 +45,18 @@ func TestLocal(t *testing.T) {
 			if params["mode"] == "proxy" && res.Counts["bytes_loopback"] != 3e6 {
 				t.Fatalf("run %d: the path delivered %v bytes through the proxy, want 3e6", rep, res.Counts["bytes_loopback"])
 			}
+			// The path read every fetch of this proxy so far (the priming
+			// one included) and no more; fresh is a proxy per run.
+			fetches := float64(rep + 1)
+			if params["fresh"] == "true" {
+				fetches = 1
+			}
+			if params["prime"] != "false" && params["estimates"] != "false" {
+				fetches++
+			}
+			if w := res.Counts["wire_loopback"]; params["mode"] == "proxy" && (w < 3e6*fetches || w >= 3e6*(fetches+1)) {
+				t.Fatalf("%v run %d: %v DATA bytes on the wire after %v fetches of 3e6", params, rep, w, fetches)
+			}
 		}
 		if err := s.Close(); err != nil {
 			t.Fatalf("%v: close: %v", params, err)
@@ -62,6 +75,10 @@ func TestConfig(t *testing.T) {
 		{map[string]string{"mode": "direct", "path": "wifi", "estimates": "false"}, "params.estimates"},
 		{map[string]string{"mode": "direct", "path": "wifi", "path_mode": "interactive"}, "params.path_mode"},
 		{map[string]string{"mode": "proxy", "estimates": "false", "prime": "false"}, "params.prime"},
+		{map[string]string{"mode": "direct", "path": "wifi", "budget": "wifi=1MB"}, "params.mode"},
+		{map[string]string{"mode": "direct", "path": "wifi", "fresh": "true"}, "params.mode"},
+		{map[string]string{"mode": "proxy", "budget": "wifi=1MB"}, "fresh=true"},
+		{map[string]string{"mode": "proxy", "budget": "wifi", "fresh": "true"}, "params.budget"},
 	} {
 		if _, err := Kind.Config(tc.params); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: %v, want an error naming %s", tc.params, err, tc.err)

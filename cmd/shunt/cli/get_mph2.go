@@ -47,17 +47,7 @@ func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.mode, "mode", "aggregate", "how the paths are used: aggregate (all at once), handover (the first path; the next only while it fails or stalls) "+
 		"or interactive (each download on the path expected to finish first; a path not measured yet gets a probe range, and the rest moves once if it would finish sooner)")
 	fs.DurationVar(&m.handoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `DURATION`; aggregate: a path silent this long while another delivers gives up its ranges")
-	fs.Func("budget", "receive at most SIZE bytes on path PATH (repeatable), `PATH=SIZE`, e.g. lte=20MB; PATH is the --path's interface or address", func(v string) error {
-		name, n, err := mph2.ParseBudget(v)
-		if err != nil {
-			return err
-		}
-		if m.budgets == nil {
-			m.budgets = map[string]int64{}
-		}
-		m.budgets[name] = n
-		return nil
-	})
+	budgetFlag(fs, &m.budgets, "in the download (PATH is the --path's interface or address)")
 }
 
 func (m *multipathOptions) check(o getOptions) error {
@@ -73,14 +63,8 @@ func (m *multipathOptions) check(o getOptions) error {
 	if m.handoverAfter <= 0 {
 		return fmt.Errorf("--handover-after %v: want a positive duration", m.handoverAfter)
 	}
-	for name := range m.budgets {
-		found := false
-		for i, p := range m.paths {
-			found = found || p.Label(i) == name
-		}
-		if !found {
-			return fmt.Errorf("--budget %s: no --path %s", name, name)
-		}
+	if err := setBudgets(m.paths, m.budgets); err != nil {
+		return err
 	}
 	switch {
 	case o.rng != "":
@@ -102,9 +86,6 @@ func runGetMultipath(ctx context.Context, o getOptions, gio getIO, rec *getRecor
 	mode, _ := multipath.ParseMode(o.mp.mode) // checked with the flags
 	c := &mph2.Client{Paths: o.mp.paths, NoPipelining: o.mp.noPipelining, Mode: mode, HandoverAfter: o.mp.handoverAfter,
 		TLSConfig: &tls.Config{InsecureSkipVerify: o.insecure}, DialTimeout: o.timeouts.connect, StallTimeout: o.timeouts.idle}
-	for i := range c.Paths {
-		c.Paths[i].Budget = o.mp.budgets[c.Paths[i].Label(i)]
-	}
 	if o.mp.endAdjust == "rst" {
 		c.EndAdjust = mph2.EndReset
 	}

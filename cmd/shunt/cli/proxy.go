@@ -19,7 +19,7 @@ import (
 
 var proxyCmd = &Command{
 	Name:  "proxy",
-	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D] [--policy NAME|FILE [--expensive NAME]...] [--tls | --intercept [--intercept-host HOST[:PORT]]... [--ca-cert FILE --ca-key FILE]]",
+	Usage: "proxy --path NAME=IFACE|ADDR [--path ...] [--listen HOST:PORT] [--mode aggregate|handover|interactive] [--handover-after D] [--budget PATH=SIZE]... [--split-min SIZE] [--no-estimate-cache] [--insecure] [--connect-timeout D] [--idle-timeout D] [--policy NAME|FILE [--expensive NAME]...] [--tls | --intercept [--intercept-host HOST[:PORT]]... [--ca-cert FILE --ca-key FILE]]",
 	Short: "local HTTP proxy (HTTP/1.1 and h2c) that fetches plain-HTTP origins over MP-H2 and tunnels CONNECT on one path",
 }
 
@@ -47,6 +47,9 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	mode := fs.String("mode", "aggregate", "how responses use the paths: aggregate (large ones split over all), handover (the first path; the next only while it fails or stalls) "+
 		"or interactive (each response on the path expected to finish it first; a path not measured yet gets a probe range, and the rest moves once if it would finish sooner)")
 	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`; aggregate: a path silent this long while another delivers gives up its ranges")
+	var budgets map[string]int64
+	budgetFlag(fs, &budgets, "over the proxy's life, every response it serves together (PATH is the --path's NAME; "+
+		"requests passed through unsplit and CONNECT tunnels never go on a budgeted path)")
 	splitMin := fs.String("split-min", "", "split responses of at least `SIZE` over the paths, smaller ones stay on the first (default 256KiB)")
 	fs.BoolVar(&cfg.NoEstimateCache, "no-estimate-cache", false, "split every response evenly at first instead of by each path's bandwidth and RTT learned from earlier responses to the same origin")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "do not verify the certificates of https origins the proxy fetches itself (absolute https URLs; CONNECT is the application's TLS)")
@@ -80,6 +83,9 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	var err error
 	if cfg.Mode, err = multipath.ParseMode(*mode); err != nil {
 		return cfg, fmt.Errorf("--mode: %w", err)
+	}
+	if err := setBudgets(cfg.Paths, budgets); err != nil {
+		return cfg, err
 	}
 	if err := policyFlags(&cfg, *policy, expensive); err != nil {
 		return cfg, err

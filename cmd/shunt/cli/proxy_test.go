@@ -34,14 +34,18 @@ func TestProxyArgs(t *testing.T) {
 		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--ca-cert", "/nonexistent", "--ca-key", "/nonexistent"}, "proxy CA"},
 		{[]string{"--path", "a=lo", "--intercept"}, "set one"},
 		{[]string{"--path", "a=lo", "--policy", "urgent-fast", "--intercept", "--tls"}, "cleartext"},
+		{[]string{"--path", "a=lo", "--budget", "b=20MB"}, "--budget b: no --path b"},
+		{[]string{"--path", "a=lo", "--budget", "a=0"}, "positive size"},
+		{[]string{"--path", "a=lo", "--budget", "a=20MB", "--policy", "urgent-fast"}, "budget= in its rules"},
 	} {
 		if _, err := parseProxyArgs(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %v, want error %q", tc.args, err, tc.err)
 		}
 	}
-	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0", "--mode", "handover", "--handover-after", "2s"}, io.Discard)
+	cfg, err := parseProxyArgs([]string{"--path", "a=127.0.0.1", "--path", "b=lo", "--split-min", "1MB", "--listen", "127.0.0.1:0", "--mode", "handover", "--handover-after", "2s",
+		"--budget", "b=20MB"}, io.Discard)
 	if err != nil || len(cfg.Paths) != 2 || cfg.Paths[0].Name != "a" || cfg.Paths[1].Interface != "lo" || cfg.SplitMin != 1000000 || cfg.Listen != "127.0.0.1:0" ||
-		cfg.Mode != mph2.ModeHandover || cfg.HandoverAfter != 2*time.Second {
+		cfg.Mode != mph2.ModeHandover || cfg.HandoverAfter != 2*time.Second || cfg.Paths[0].Budget != 0 || cfg.Paths[1].Budget != 20e6 {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 	cfg, err = parseProxyArgs([]string{"--path", "cheap=127.0.0.1", "--path", "exp=127.0.0.2", "--policy", "urgent-fast", "--expensive", "exp", "--tls"}, io.Discard)
