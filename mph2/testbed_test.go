@@ -2,7 +2,6 @@ package mph2
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -151,26 +150,15 @@ func TestTwoPathServers(t *testing.T) {
 // back later. The connection stays open: this is an outage, not a reset.
 func outage(t *testing.T, n *testbed.Net, name string, i int, after int64, back time.Duration) (Options, chan error) {
 	t.Helper()
-	up, err := n.LinkConfig(name, testbed.Up)
-	if err != nil {
-		t.Fatal(err)
-	}
-	down, err := n.LinkConfig(name, testbed.Down)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var once sync.Once
 	cut := make(chan error, 2)
-	set := func(u, d netem.LinkConfig) error {
-		return errors.Join(n.SetLink(name, testbed.Down, d), n.SetLink(name, testbed.Up, u))
-	}
 	return Options{Progress: func(p int, delivered int64) {
 		if p == i && delivered >= after {
 			once.Do(func() {
-				dead := func(l netem.LinkConfig) netem.LinkConfig { l.Loss = netem.Bernoulli(1); return l }
-				cut <- set(dead(up), dead(down))
-				if back > 0 {
-					time.AfterFunc(back, func() { cut <- set(up, down) })
+				restore, err := n.Outage(name)
+				cut <- err
+				if back > 0 && err == nil {
+					time.AfterFunc(back, func() { cut <- restore() })
 				}
 			})
 		}

@@ -30,6 +30,12 @@ func serve(t *testing.T, srv *server.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, srv, ln)
+}
+
+// serveOn runs srv on ln until the test ends and returns its address.
+func serveOn(t *testing.T, srv *server.Server, ln net.Listener) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -40,12 +46,17 @@ func serve(t *testing.T, srv *server.Server) string {
 // origin serves shunt's content (h2c, HTTP/1.1, or TLS with ALPN).
 func origin(t *testing.T, tls bool) string {
 	t.Helper()
+	return serve(t, &server.Server{Handler: contentHandler(t), TLS: tls})
+}
+
+func contentHandler(t *testing.T) *content.Handler {
+	t.Helper()
 	hd, err := content.NewHandler(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hd.Close() })
-	return serve(t, &server.Server{Handler: hd, TLS: tls})
+	return hd
 }
 
 // mpProxy serves a Proxy over two loopback paths of an MP-H2 client.

@@ -475,6 +475,26 @@ func (n *Net) SetLink(path string, dir Direction, cfg netem.LinkConfig) error {
 	return nil
 }
 
+// Outage makes path lose every packet both ways, its connections left open
+// (a link gone silent, not a reset), until restore puts its links back as
+// they were.
+func (n *Net) Outage(path string) (restore func() error, err error) {
+	var was [2]netem.LinkConfig
+	for i, dir := range []Direction{Up, Down} {
+		if was[i], err = n.LinkConfig(path, dir); err != nil {
+			return nil, err
+		}
+	}
+	set := func(up, down netem.LinkConfig) error {
+		return errors.Join(n.SetLink(path, Down, down), n.SetLink(path, Up, up))
+	}
+	dead := func(l netem.LinkConfig) netem.LinkConfig { l.Loss = netem.Bernoulli(1); return l }
+	if err := set(dead(was[0]), dead(was[1])); err != nil {
+		return nil, err
+	}
+	return func() error { return set(was[0], was[1]) }, nil
+}
+
 // LinkConfig returns the configuration of one direction of a path, as last
 // set by the constructor or SetLink.
 func (n *Net) LinkConfig(path string, dir Direction) (netem.LinkConfig, error) {
