@@ -1,9 +1,11 @@
 package conform
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -186,4 +188,25 @@ func readInt(b []byte, n uint) (uint64, int) {
 		}
 	}
 	return 0, 0
+}
+
+// TestCommandTimeout: a command still running when ctx ends is killed and
+// reported as timed out; one that exits first is not. Under -race it also
+// checks that Get reads whether it killed the command only after the
+// goroutine that kills it has said so.
+func TestCommandTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r := Command("sleep 10; echo {url}").Get(ctx, "http://x/")
+	if !r.TimedOut || r.Exit != -1 {
+		t.Fatalf("a command past its context: timed out %v, exit %d; want true, -1", r.TimedOut, r.Exit)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Get returned after %v: the command was not killed", d)
+	}
+	r = Command("echo {url}; exit 3").Get(context.Background(), "http://x/")
+	if r.TimedOut || r.Exit != 3 || string(r.Stdout) != "http://x/\n" {
+		t.Fatalf("a command that exits: timed out %v, exit %d, stdout %q; want false, 3, the URL", r.TimedOut, r.Exit, r.Stdout)
+	}
 }

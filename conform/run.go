@@ -37,17 +37,21 @@ func (c Command) Get(ctx context.Context, url string) Result {
 		return Result{Exit: -1, Stderr: []byte(err.Error())}
 	}
 	done := make(chan struct{})
-	killed := false
+	// Whether the goroutine killed the command, read once it has said so
+	// (the command's end orders nothing between the two goroutines).
+	killedc := make(chan bool, 1)
 	go func() {
 		select {
 		case <-ctx.Done():
-			killed = true
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killedc <- true
 		case <-done:
+			killedc <- false
 		}
 	}()
 	err := cmd.Wait()
 	close(done)
+	killed := <-killedc
 	r := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *exec.ExitError
 	switch {
