@@ -63,15 +63,17 @@ func BenchmarkGet(b *testing.B) {
 // full, every body byte checked. The client allocates nothing per request,
 // so allocs/op and B/op are the server's per request: figures that do not
 // depend on the machine's load, unlike ns/op. The tls- cases run it over
-// TLS.
+// TLS; keep-reader- with parking off (what parking costs a busy reader).
 func BenchmarkInlineBurst(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		size int
 		tls  bool
-	}{{"1024", 1 << 10, false}, {"16384", 16 << 10, false}, {"tls-1024", 1 << 10, true}, {"tls-16384", 16 << 10, true}} {
+		cfg  Config
+	}{{"1024", 1 << 10, false, Config{}}, {"16384", 16 << 10, false, Config{}}, {"tls-1024", 1 << 10, true, Config{}},
+		{"tls-16384", 16 << 10, true, Config{}}, {"keep-reader-1024", 1 << 10, false, Config{KeepIdleReader: true}}} {
 		b.Run(c.name, func(b *testing.B) {
-			ts, body := fileServer(b, c.size, c.tls)
+			ts, body := fileServerConfig(b, c.size, c.cfg, c.tls)
 			bc := newBurstClient(b, ts.addr, "/obj", body, c.tls)
 			bc.burst(1) // loads the cache; then every request is answered inline
 			b.ReportAllocs()
@@ -95,8 +97,8 @@ func BenchmarkInlineBurst(b *testing.B) {
 
 const burstSize = 10
 
-// fileServer serves /obj, a file of size bytes, with content.Handler.
-func fileServer(b *testing.B, size int, useTLS bool) (*testServer, []byte) {
+// fileServerConfig serves /obj, a file of size bytes, with content.Handler.
+func fileServerConfig(b *testing.B, size int, cfg Config, useTLS bool) (*testServer, []byte) {
 	dir := b.TempDir()
 	body := make([]byte, size)
 	for i := range body {
@@ -112,7 +114,7 @@ func fileServer(b *testing.B, size int, useTLS bool) (*testServer, []byte) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { h.Close() })
-	return startServer(b, h, Config{}, useTLS), body
+	return startServer(b, h, cfg, useTLS), body
 }
 
 // BenchmarkOpenBurst is the start of an h2load -c 100 run: 100 new
@@ -122,7 +124,7 @@ func fileServer(b *testing.B, size int, useTLS bool) (*testServer, []byte) {
 // many garbage collections the start of a run brings.
 func BenchmarkOpenBurst(b *testing.B) {
 	const conns = 100
-	ts, body := fileServer(b, 1<<10, false)
+	ts, body := fileServerConfig(b, 1<<10, Config{}, false)
 	newBurstClient(b, ts.addr, "/obj", body, false).burst(1) // loads the cache
 	b.ReportAllocs()
 	for b.Loop() {
@@ -135,6 +137,46 @@ func BenchmarkOpenBurst(b *testing.B) {
 			})
 		}
 		wg.Wait()
+	}
+}
+
+// BenchmarkManyConns is h2load -c 100 -m 10's load without h2load: 100
+// connections kept open and driven by one goroutine, as h2load's one
+// thread drives them, a burst of 10 GETs of a cached file written to each
+// in turn, then every burst's responses read. A connection's next burst
+// comes only after the other 99 have been served, some milliseconds
+// later, so what the server does when a connection turns quiet (its
+// writer, its queues and stream table, parking) shows here, per request,
+// in B/op and allocs/op. keep-reader runs it with parking off.
+func BenchmarkManyConns(b *testing.B) {
+	const conns = 100
+	for _, c := range []struct {
+		name string
+		size int
+		cfg  Config
+	}{{"1024", 1 << 10, Config{}}, {"16384", 16 << 10, Config{}}, {"keep-reader-1024", 1 << 10, Config{KeepIdleReader: true}}} {
+		b.Run(c.name, func(b *testing.B) {
+			ts, body := fileServerConfig(b, c.size, c.cfg, false)
+			bcs := make([]*burstClient, conns)
+			for i := range bcs {
+				bcs[i] = newBurstClient(b, ts.addr, "/obj", body, false)
+				bcs[i].burst(1) // the cache, then the connection's first streams
+			}
+			b.ReportAllocs()
+			s0 := sleeps(b)
+			b.ResetTimer()
+			for n := b.N; n > 0; n -= conns * burstSize {
+				k := min(n, conns*burstSize)
+				for i := 0; i*burstSize < k; i++ {
+					bcs[i].send(min(burstSize, k-i*burstSize))
+				}
+				for i := 0; i*burstSize < k; i++ {
+					bcs[i].recv(min(burstSize, k-i*burstSize))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(sleeps(b)-s0)/float64(b.N), "sleeps/op")
+		})
 	}
 }
 
@@ -220,8 +262,13 @@ func (bc *burstClient) windowUpdate(p []byte, inc uint32) []byte {
 
 // burst sends n requests in one write and reads their responses whole.
 func (bc *burstClient) burst(n int) {
+	bc.send(n)
+	bc.recv(n)
+}
+
+// send writes n requests in one write.
+func (bc *burstClient) send(n int) {
 	bc.out = bc.out[:0]
-	first := bc.next
 	for i := 0; i < n; i++ {
 		bc.hbuf.Reset()
 		// :path as nghttp2 (h2load) sends it: a literal never added to the
@@ -240,6 +287,11 @@ func (bc *burstClient) burst(n int) {
 	if _, err := bc.nc.Write(bc.out); err != nil {
 		bc.b.Fatal(err)
 	}
+}
+
+// recv reads the responses to the n requests send wrote, whole.
+func (bc *burstClient) recv(n int) {
+	first := bc.next - uint32(2*n)
 	for done := 0; done < n; {
 		if _, err := io.ReadFull(bc.br, bc.hdr[:]); err != nil {
 			bc.b.Fatal(err)
