@@ -123,7 +123,8 @@ type Conn struct {
 	writerWaits bool
 	writers     sync.WaitGroup
 	idleSince   time.Time   // when the writer found nothing to do and no stream
-	graceTimer  *time.Timer // wakes the writer when writerGrace has passed
+	graceTimer  *time.Timer // wakes the writer when its grace has passed
+	grace       quietGrace  // how long a quiet server connection keeps its writer and state
 	// Owned by the running writer.
 	kit       *writeKit
 	sendq     *sendQueue // nil: the kernel's send queue as it is

@@ -201,3 +201,33 @@ func TestWriterOutlivesBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestGraceGrowsForReturningClient: a client that opens a stream soon
+// after its connection's writer ended for want of streams finds the
+// writer, its buffers and its reader kept longer the next time it turns
+// quiet (quietGrace), and the connection still lets them go and parks
+// once quiet for longer.
+func TestGraceGrowsForReturningClient(t *testing.T) {
+	writerGrace = 200 * time.Millisecond
+	t.Cleanup(func() { writerGrace = 10 * time.Millisecond })
+	ts := startServer(t, testHandler(), Config{}, false)
+	rc := dialRaw(t, ts.addr)
+	getGen(t, rc, 1, 20000)
+	conns := serverConns(ts)
+	if len(conns) != 1 {
+		t.Fatalf("%d server connections, want 1", len(conns))
+	}
+	c := conns[0]
+	writerEnded := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.writerRunning && c.kit == nil
+	}
+	waitFor(t, "the writer ended after the base grace", writerEnded)
+	getGen(t, rc, 3, 20000) // back at once: the grace becomes twice that quiet spell, 400 ms or more
+	time.Sleep(writerGrace + writerGrace/4)
+	if writerEnded() {
+		t.Fatal("the writer ended within the base grace of a connection whose client came back just after it")
+	}
+	waitFor(t, "the connection parked after the longer grace", func() bool { return writerEnded() && parkedCount(conns) == 1 })
+}

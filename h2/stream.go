@@ -181,6 +181,9 @@ func (c *Conn) openStream(st *stream, id uint32, ours bool) *stream {
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
+	if c.grace.pending() {
+		c.grace.opened(time.Now(), writerGrace)
+	}
 	return st
 }
 

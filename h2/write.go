@@ -169,37 +169,41 @@ func (c *Conn) writeLoop() {
 }
 
 // writerGrace is how long a server connection's writer outlives its last
-// stream. A client that keeps a connection busy (h2load, a page load) opens
-// the next stream within microseconds to a round trip; ending the writer in
-// between cost a goroutine start, its stack growth and a kit from the pool
-// per burst. An idle connection still holds no writer after the grace.
+// stream at first (quietGrace lengthens it for clients that come back). A
+// client that keeps a connection busy (h2load, a page load) opens the next
+// stream within microseconds to a round trip; ending the writer in between
+// cost a goroutine start, its stack growth and a kit from the pool per
+// burst. An idle connection still holds no writer after the grace.
 var writerGrace = 10 * time.Millisecond
 
 // writerIdleLocked reports whether the writer, with no work, has had no
-// stream for writerGrace; the first call of an idle spell arms a timer that
-// wakes the writer when the grace ends.
+// stream for the connection's grace (quietGrace, from writerGrace); the
+// first call of an idle spell arms a timer that wakes the writer when the
+// grace ends.
 func (c *Conn) writerIdleLocked() bool {
 	if c.activePeer+c.activeOurs > 0 {
 		c.idleSince = time.Time{}
 		return false
 	}
 	now := time.Now()
+	grace := c.grace.of(writerGrace)
 	if c.idleSince.IsZero() {
 		c.idleSince = now
 		if c.graceTimer == nil {
-			c.graceTimer = time.AfterFunc(writerGrace, func() {
+			c.graceTimer = time.AfterFunc(grace, func() {
 				c.mu.Lock()
 				c.wcond.Broadcast()
 				c.mu.Unlock()
 			})
 		} else {
-			c.graceTimer.Reset(writerGrace)
+			c.graceTimer.Reset(grace)
 		}
 		return false
 	}
-	if now.Sub(c.idleSince) < writerGrace {
+	if now.Sub(c.idleSince) < grace {
 		return false
 	}
+	c.grace.ranOut(c.idleSince)
 	c.idleSince = time.Time{}
 	return true
 }
