@@ -222,3 +222,42 @@ func TestInteractiveStalePriorProbed(t *testing.T) {
 		}
 	}
 }
+
+// What Interactive may send on a path other than the one it chose, as
+// README and shunt get's --help say: with every path's estimate fresh,
+// nothing; otherwise, unless the rest moves there, at most a probe and its
+// one extension while a move is confirmed, each at most ProbeMax (tail
+// bytes included). Figure 8's pairs with slow start, the size known or
+// not.
+func TestInteractiveBytesElsewhereBounded(t *testing.T) {
+	for _, c := range [][2]float64{{5, 10}, {10, 5}, {5, 5}, {3, 7}, {7, 3}, {2, 10}} {
+		paths := fig8SlowStart(c[0], c[1])
+		for _, size := range []int64{300 << 10, 1 << 20, 8 << 20} {
+			for _, sz := range []int64{-1, size} {
+				for _, primed := range []bool{false, true} {
+					name := fmt.Sprintf("(%v,%v)/%dKiB/size-known=%v/primed=%v", c[0], c[1], size>>10, sz > 0, primed)
+					cfg := Config{Size: sz, Mode: Interactive}
+					if primed {
+						cfg.Prior = exactPrior(paths)
+						cfg.PriorAt = []time.Time{epoch.Add(-time.Second), epoch.Add(-time.Second)}
+					}
+					var sched *Scheduler
+					r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: cfg}, true, func(s *Scheduler) { sched = s })
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					sw := sched.Switches()
+					for p := range paths {
+						got := r.Delivered[p] + r.Wasted[p]
+						switch {
+						case primed && PathID(p) != sw[0].To && got > 0:
+							t.Errorf("%s: path %d received %d with every estimate fresh, want 0 (switches %+v)", name, p, got, sw)
+						case len(sw) == 1 && PathID(p) != sw[0].To && got > 2*ProbeMax:
+							t.Errorf("%s: path %d received %d without a move, over a probe and its extension (%d); requests %v", name, p, got, 2*ProbeMax, r.Requests)
+						}
+					}
+				}
+			}
+		}
+	}
+}

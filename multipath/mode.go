@@ -21,10 +21,14 @@ const (
 	Handover
 	// Interactive sends each download whole on the path with the lowest
 	// expected completion time from the estimates: response delay plus size
-	// over bandwidth. A path never measured is sent a probe, a small range
-	// of the object's tail, and the rest of the object moves once to the
-	// path that would finish it first (interactive.go). Another path takes
-	// over only if that one goes silent or down, or its budget runs out.
+	// over bandwidth. A path with no estimate younger than ProbeStale is
+	// sent a probe, a range of the object's tail of at most ProbeMax, and
+	// while a move to it is confirmed one extension of at most ProbeMax
+	// (keepBusy); the rest of the object moves at most once, to the path
+	// that would finish it first (interactive.go). So without a move
+	// another path receives at most 2 x ProbeMax of the object. Another
+	// path takes over only if that one goes silent or down, or its budget
+	// runs out.
 	Interactive
 )
 

@@ -39,8 +39,9 @@ type Config struct {
 	Insecure bool
 	// Mode is how responses use the paths (mph2.Client.Mode): aggregate
 	// (split over all), handover (the first path, the next only while it
-	// fails or stalls for HandoverAfter) or interactive (each response whole
-	// on the path expected to finish it first).
+	// fails or stalls for HandoverAfter) or interactive (each response on
+	// the path expected to finish it first, after a bounded probe of a path
+	// not measured in the last 10 s: multipath.Interactive).
 	Mode          mph2.Mode
 	HandoverAfter time.Duration // 0: multipath's default
 	// NoEstimateCache starts every split from even shares. By default the

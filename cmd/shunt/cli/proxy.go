@@ -45,7 +45,8 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 		return err
 	})
 	mode := fs.String("mode", "aggregate", "how responses use the paths: aggregate (large ones split over all), handover (the first path; the next only while it fails or stalls) "+
-		"or interactive (each response on the path expected to finish it first; a path not measured yet gets a probe range, and the rest moves once if it would finish sooner)")
+		"or interactive (each response on the path expected to finish it first; a path with no bandwidth estimate for the origin from the last 10 s gets one probe range of the tail, at most 512 KiB, "+
+		"and one more of at most 512 KiB while a move to it is confirmed; then the rest moves at most once, to a path that would finish it sooner)")
 	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`; aggregate: a path silent this long while another delivers gives up its ranges")
 	var budgets map[string]int64
 	budgetFlag(fs, &budgets, "over the proxy's life, every response it serves together (PATH is the --path's NAME; "+
