@@ -147,6 +147,13 @@ func (h *Hinted) Start(rawURL string) error {
 	if h.Cost != nil && len(h.Cost) != len(h.Client.Paths) {
 		return fmt.Errorf("mph2: %d costs for %d paths", len(h.Cost), len(h.Client.Paths))
 	}
+	for i, p := range h.Client.Paths {
+		if p.Budget != 0 {
+			// The Policy places requests, not Download's scheduler, which
+			// is what honours a Path.Budget.
+			return fmt.Errorf("mph2: Hinted: path %s: Budget is the Client's downloads'; a Policy's rules have their own (budget=)", p.Label(i))
+		}
+	}
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return err

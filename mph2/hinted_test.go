@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +133,21 @@ func TestHintedBudgetLearnsSizes(t *testing.T) {
 		if g := getChecked(t, h, base, 60000, hints.Hint{Class: hints.Image, Size: -1, Urgency: 2}); g.Path != want {
 			t.Errorf("request %d (%d bytes on exp before it): path %d, want %d", i, 60000*min(i, 2), g.Path, want)
 		}
+	}
+}
+
+// A path's Budget is the MP-H2 Client's (Download's); Hinted places
+// requests by its policy, which has budgets of its own (budget= in a rule),
+// so it refuses a Path.Budget it would not honour rather than let the path
+// overrun it.
+func TestHintedRefusesPathBudget(t *testing.T) {
+	pol, err := hints.Parse("test.rules", "* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Hinted{Client: &Client{Paths: []Path{{Name: "cheap"}, {Name: "exp", Budget: 1 << 20}}}, Policy: pol}
+	defer h.Close()
+	if err := h.Start("http://127.0.0.1:1/"); err == nil || !strings.Contains(err.Error(), "path exp: Budget") {
+		t.Fatalf("Start: %v, want the budgeted path refused", err)
 	}
 }

@@ -39,7 +39,7 @@ type Path struct {
 	// receives over all the Client's downloads, concurrent ones included,
 	// tail bytes included (a cellular data allowance): ranges are sized so
 	// it cannot be overshot (budgets.go). Requests the Transport passes
-	// through unsplit never go on a budgeted path.
+	// through unsplit never go on a budgeted path; Hinted refuses one.
 	Budget int64
 }
 
