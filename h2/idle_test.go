@@ -225,9 +225,12 @@ func TestGraceGrowsForReturningClient(t *testing.T) {
 	}
 	waitFor(t, "the writer ended after the base grace", writerEnded)
 	getGen(t, rc, 3, 20000) // back at once: the grace becomes twice that quiet spell, 400 ms or more
-	time.Sleep(writerGrace + writerGrace/4)
-	if writerEnded() {
-		t.Fatal("the writer ended within the base grace of a connection whose client came back just after it")
+	// The stream closed before its last DATA reached us; a loaded machine
+	// only makes the writer end later.
+	answered := time.Now()
+	waitFor(t, "the writer ended after the longer grace", writerEnded)
+	if lived := time.Since(answered); lived < writerGrace*5/4 {
+		t.Fatalf("the writer ended %v after the stream's answer, within about the base grace (%v), though its client came back just after the last one", lived, writerGrace)
 	}
-	waitFor(t, "the connection parked after the longer grace", func() bool { return writerEnded() && parkedCount(conns) == 1 })
+	waitFor(t, "the connection parked after the longer grace", func() bool { return parkedCount(conns) == 1 })
 }
