@@ -37,8 +37,14 @@ func (g *quietGrace) of(base time.Duration) time.Duration {
 }
 
 // ranOut records that the grace of the quiet spell that began at since
-// ran out: the connection let its writer and state go.
-func (g *quietGrace) ranOut(since time.Time) { g.since = since }
+// ran out: the connection let its writer and state go. A writer started
+// again for control frames alone (a PING's ACK) does not end the spell,
+// which runs from the first since until a stream opens.
+func (g *quietGrace) ranOut(since time.Time) {
+	if g.since.IsZero() {
+		g.since = since
+	}
+}
 
 // pending reports whether the next stream's opening is to be told (opened).
 func (g *quietGrace) pending() bool { return !g.since.IsZero() }

@@ -37,4 +37,12 @@ func TestQuietGrace(t *testing.T) {
 		}
 		now = now.Add(time.Second)
 	}
+	// A writer that ran again for a control frame and ran out once more
+	// does not shorten the spell: 100 ms from the first, not 10.
+	g.ranOut(now)
+	g.ranOut(now.Add(90 * time.Millisecond))
+	g.opened(now.Add(100*time.Millisecond), base)
+	if got := g.of(base); got != 160*time.Millisecond {
+		t.Fatalf("after a second ranOut in one quiet spell: grace %v, want %v", got, 160*time.Millisecond)
+	}
 }
