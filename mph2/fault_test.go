@@ -3,6 +3,7 @@ package mph2
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +36,14 @@ func (s *restartable) start() {
 	srv := &server.Server{Addr: s.addr, Handler: s.h}
 	ctx, cancel := context.WithCancel(context.Background())
 	ln, err := srv.Listen(ctx)
+	// A restart binds the port it had, which the old server's sockets may
+	// hold for a moment longer on a loaded machine (seen once under -race).
+	for deadline := time.Now().Add(5 * time.Second); errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		ln, err = srv.Listen(ctx)
+	}
 	if err != nil {
+		cancel()
 		s.t.Fatal(err)
 	}
 	s.addr, s.cancel, s.done = ln.Addr().String(), cancel, make(chan struct{})
