@@ -60,6 +60,12 @@ type Config struct {
 	// fraction in [0, 1]; paths past the end of MaxShare are not capped.
 	MaxShare []float64
 	Compute  bool // computations take their recorded time
+	// Until lists the objects (indices in the page) whose download and
+	// computations end the load, e.g. the urgent ones for the
+	// DOMContentLoaded analogue; nil: every object (the page load time).
+	// Only their bytes count in Links; the caps stay shares of the whole
+	// page's bytes.
+	Until []int
 }
 
 func (c Config) share(i int) float64 {
@@ -115,6 +121,11 @@ func Bound(p *page.Page, c Config) (Result, error) {
 	if err := c.validate(); err != nil {
 		return Result{}, err
 	}
+	for _, o := range c.Until {
+		if o < 0 || o >= len(p.Objects) {
+			return Result{}, fmt.Errorf("floor: object %d out of range (page %s has %d)", o, p.Name, len(p.Objects))
+		}
+	}
 	r, err := critical(p, c)
 	if err != nil {
 		return r, err
@@ -122,6 +133,18 @@ func Bound(p *page.Page, c Config) (Result, error) {
 	r.Links = links(p, c, r.Ready)
 	r.PLT = max(r.Critical, r.Links)
 	return r, nil
+}
+
+// counted reports, per object, whether it ends the load (Config.Until).
+func (c Config) counted(p *page.Page) []bool {
+	in := make([]bool, len(p.Objects))
+	for i := range in {
+		in[i] = c.Until == nil
+	}
+	for _, o := range c.Until {
+		in[o] = true
+	}
+	return in
 }
 
 // critical walks p on a fake clock, each download taking its time alone on
@@ -170,7 +193,12 @@ func critical(p *page.Page, c Config) (Result, error) {
 	if !w.Done() {
 		return r, fmt.Errorf("floor: page %s: the walk ended with activities left", p.Name)
 	}
-	r.Critical = w.PLT()
+	in := c.counted(p)
+	for i, a := range p.Activities {
+		if _, end, _ := w.Timing(i); in[a.Object] {
+			r.Critical = max(r.Critical, end)
+		}
+	}
 	return r, nil
 }
 
@@ -202,14 +230,18 @@ func alone(paths []Path, ready time.Duration, size int64) time.Duration {
 }
 
 // links finds, by bisection to 1 µs, the earliest time by which the paths
-// can have delivered every byte of p (fits), and returns the latest time
-// found not to fit, so that the answer stays a lower bound.
+// can have delivered every byte of the counted objects (fits), and returns
+// the latest time found not to fit, so that the answer stays a lower bound.
 func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
-	var total int64
-	for _, o := range p.Objects {
+	in := c.counted(p)
+	var total, counted int64
+	for i, o := range p.Objects {
 		total += max(o.Size, 0)
+		if in[i] {
+			counted += max(o.Size, 0)
+		}
 	}
-	if total == 0 {
+	if counted == 0 {
 		return 0
 	}
 	// Every path carrying its capped share from the last release on fits.
@@ -224,7 +256,7 @@ func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
 	lo := time.Duration(0)
 	for hi-lo > time.Microsecond {
 		mid := lo + (hi-lo)/2
-		if fits(p, c, ready, total, mid) {
+		if fits(p, c, ready, in, total, counted, mid) {
 			hi = mid
 		} else {
 			lo = mid
@@ -233,16 +265,17 @@ func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
 	return lo
 }
 
-// fits reports whether every byte of p can have arrived by t: a flow from
-// each object (its size) to the paths' time slots it may use (those from
-// its arrival on that path), each slot carrying the path's rate times its
-// length, each path at most its share of the page. Capacities are rounded
-// up, which can only make a shorter time fit: the bound stays a bound.
-func fits(p *page.Page, c Config, ready []time.Duration, total int64, t time.Duration) bool {
+// fits reports whether every byte of the counted objects (in) can have
+// arrived by t: a flow from each object (its size) to the paths' time slots
+// it may use (those from its arrival on that path), each slot carrying the
+// path's rate times its length, each path at most its share of the page's
+// total bytes. Capacities are rounded up, which can only make a shorter
+// time fit: the bound stays a bound.
+func fits(p *page.Page, c Config, ready []time.Duration, in []bool, total, counted int64, t time.Duration) bool {
 	const src, sink = 0, 1
 	g := newFlow(2 + len(p.Objects))
 	for o, obj := range p.Objects {
-		if obj.Size > 0 {
+		if in[o] && obj.Size > 0 {
 			g.edge(src, 2+o, obj.Size)
 		}
 	}
@@ -270,10 +303,10 @@ func fits(p *page.Page, c Config, ready []time.Duration, total int64, t time.Dur
 			}
 		}
 		for o, r := range ready {
-			if s, ok := slot[path.arrival(r)]; ok && p.Objects[o].Size > 0 {
+			if s, ok := slot[path.arrival(r)]; ok && in[o] && p.Objects[o].Size > 0 {
 				g.edge(2+o, s, math.MaxInt64)
 			}
 		}
 	}
-	return g.maxFlow(src, sink) >= total
+	return g.maxFlow(src, sink) >= counted
 }

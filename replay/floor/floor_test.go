@@ -98,6 +98,23 @@ func TestTwoPathsCap(t *testing.T) {
 	near(t, "PLT, cheap alone", bound(t, p, Config{Paths: []Path{cheap}}).PLT, 430*ms)
 }
 
+// Until ends the load with some objects: the document alone is done at
+// 70 ms. The child alone, with at most 5 % of the page's 137500 bytes (6875)
+// on exp: cheap carries at least 118125 bytes from 240 ms, done at 334.5 ms
+// (the document's bytes, not counted, do not use the cap).
+func TestUntil(t *testing.T) {
+	p := graph(t, 12500, 0, false, 125000)
+	both := []Path{exp, cheap}
+	near(t, "document", bound(t, p, Config{Paths: both, Until: []int{0}}).PLT, 70*ms)
+	near(t, "document, 25 % cap", bound(t, p, Config{Paths: both, Until: []int{0}, MaxShare: []float64{0.25}}).PLT, 70*ms)
+	r := bound(t, p, Config{Paths: both, Until: []int{1}, MaxShare: []float64{0.05}})
+	near(t, "child, critical", r.Critical, 190*ms)
+	near(t, "child, 5 % cap", r.PLT, 334500*time.Microsecond)
+	if _, err := Bound(p, Config{Paths: both, Until: []int{2}}); err == nil || !strings.Contains(err.Error(), "object 2 out of range") {
+		t.Errorf("object out of range: error %v", err)
+	}
+}
+
 // A big object split: 500000 bytes asked for at 0 over both paths. exp
 // alone would take 60 + 400 ms; with cheap joining at 240 ms both finish
 // together at t where 1250*(t-60) + 1250*(t-240) = 500000: t = 350 ms.
@@ -162,6 +179,10 @@ func TestTableIVPagesOrdered(t *testing.T) {
 	for _, tv := range page.TableIV {
 		p := testpages.Load(t, tv.Graph+".json")
 		free := bound(t, p, Config{Paths: []Path{exp, cheap}}).PLT
+		first := bound(t, p, Config{Paths: []Path{exp, cheap}, Until: []int{0}}).PLT
+		if first > free || first < 60*ms {
+			t.Errorf("%s: the first object's bound %v: want at least exp's first byte (60ms), at most the page's %v", tv.Name, first, free)
+		}
 		capped := bound(t, p, Config{Paths: []Path{exp, cheap}, MaxShare: []float64{0.25}}).PLT
 		expAlone := bound(t, p, Config{Paths: []Path{exp}}).PLT
 		cheapAlone := bound(t, p, Config{Paths: []Path{cheap}}).PLT

@@ -11,6 +11,7 @@ import (
 	"github.com/shunt-net/shunt/bench"
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/pageload"
+	"github.com/shunt-net/shunt/hints"
 	"github.com/shunt-net/shunt/netem"
 	"github.com/shunt-net/shunt/replay/floor"
 	"github.com/shunt-net/shunt/testbed"
@@ -18,7 +19,7 @@ import (
 
 var floorCmd = &Command{
 	Name:  "floor",
-	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--compute]",
+	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--compute] [--dcl]",
 	Short: "lower bounds on a scenario's page load times from the pages' graphs and the paths' rates and RTTs (package replay/floor)",
 }
 
@@ -39,6 +40,7 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	share := fs.Float64("share", 0.25, "the most of the page's bytes the expensive path may carry, a `FRACTION`")
 	setup := fs.Int("setup", 2, "round trips before a path carries a request: 2 for TCP + TLS 1.3, 1 for h2c")
 	compute := fs.Bool("compute", false, "computations take their recorded time")
+	dcl := fs.Bool("dcl", false, "bound the DOMContentLoaded analogue instead: every activity of the urgent objects (hints.FromPage: document, style sheets, parser-blocking scripts) done")
 	headers := fs.Int("headers", 52, "header bytes of a full-size packet (IPv4 20 + TCP 20 + timestamps 12): a path's rate carries body in at most MTU-headers bytes of every MTU")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -67,8 +69,12 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	if *expensive != "" && exp < 0 {
 		return fmt.Errorf("condition %s has no path %q", cond.Name, *expensive)
 	}
-	fmt.Fprintf(stdout, "# %s, condition %s: lower bounds on the page load time (s), setup %d RTT, compute %v, body at most %d of every %d bytes on the wire\n",
-		sc.Name, cond.Name, *setup, *compute, testbed.MTU-*headers, testbed.MTU)
+	what := "the page load time"
+	if *dcl {
+		what = "the DOMContentLoaded analogue"
+	}
+	fmt.Fprintf(stdout, "# %s, condition %s: lower bounds on %s (s), setup %d RTT, compute %v, body at most %d of every %d bytes on the wire\n",
+		sc.Name, cond.Name, what, *setup, *compute, testbed.MTU-*headers, testbed.MTU)
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "# path %s: %.0f bytes/s, RTT %v\n", p.Name, p.Rate, p.RTT)
 	}
@@ -93,9 +99,15 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "| %s | %d |", o.Name, pg.TotalSize())
+		var until []int
+		for i, h := range hints.FromPage(pg) {
+			if *dcl && h.Urgent() {
+				until = append(until, i)
+			}
+		}
 		var last floor.Result
 		for _, c := range configs {
-			c.Compute = *compute
+			c.Compute, c.Until = *compute, until
 			if last, err = floor.Bound(pg, c); err != nil {
 				return fmt.Errorf("%s: %w", o.Name, err)
 			}

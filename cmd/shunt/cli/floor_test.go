@@ -29,6 +29,15 @@ func TestFloorHintsLatency(t *testing.T) {
 	if n := strings.Count(text, "\n| "); n != 7 {
 		t.Errorf("%d table lines, want the head and 6 pages:\n%s", n, text)
 	}
+	// google's only urgent object is its 12333-byte document (hints.FromPage):
+	// its first byte on cheap at 240 ms, on exp at 60 ms, and 10 ms of bytes.
+	out.Reset()
+	if err := runFloor([]string{"hints-latency", "--dcl"}, &out, &errs); err != nil {
+		t.Fatalf("--dcl: %v\n%s", err, errs.String())
+	}
+	if want := "| google | 74000 | 0.250 | 0.070 | 0.070 |"; !strings.Contains(out.String(), want) {
+		t.Errorf("--dcl: output lacks %q:\n%s", want, out.String())
+	}
 }
 
 func TestFloorRefuses(t *testing.T) {
