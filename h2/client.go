@@ -218,7 +218,8 @@ func (t *Transport) CloseIdleConnections() {
 
 // NewClientConn starts HTTP/2 on an established connection (preface sent).
 func (t *Transport) NewClientConn(nc net.Conn) (*ClientConn, error) {
-	c := newConn(nc, t.Config, true, context.Background())
+	cfg := t.Config.withDefaults()
+	c := newConn(nc, &cfg, true, context.Background())
 	io.WriteString(c.bw, http2.ClientPreface)
 	c.initialSettings()
 	if c.cfg.IdleTimeout > 0 {

@@ -36,7 +36,7 @@ import (
 // Conn is one HTTP/2 connection in either role.
 type Conn struct {
 	nc     net.Conn
-	cfg    Config
+	cfg    *Config // with defaults; a server's connections share one (read only)
 	client bool
 	srv    *Server
 	ctx    context.Context // cancelled when the connection ends
@@ -158,8 +158,8 @@ type peerSettings struct {
 	headerTableSize uint32
 }
 
-func newConn(nc net.Conn, cfg Config, client bool, parent context.Context) *Conn {
-	cfg = cfg.withDefaults()
+// newConn makes a connection; cfg has its defaults (Config.withDefaults).
+func newConn(nc net.Conn, cfg *Config, client bool, parent context.Context) *Conn {
 	ctx, cancel := context.WithCancel(parent)
 	c := &Conn{
 		nc:         nc,
