@@ -13,9 +13,9 @@ import (
 )
 
 // TestIdleConnHoldsNoWriter: a server connection past the handshake with no
-// stream has no writer goroutine and no write buffers (one goroutine per
-// idle connection: its reader), and a request on it later starts a writer
-// again and is answered in full.
+// stream has no writer goroutine, no write buffers and no grace timer (one
+// goroutine per idle connection: its reader), and a request on it later
+// starts a writer again and is answered in full.
 func TestIdleConnHoldsNoWriter(t *testing.T) {
 	ts := startServer(t, testHandler(), Config{}, false)
 	const n = 50
@@ -34,10 +34,10 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 			t.Fatal("the writer of an idle connection still runs after 5 s")
 		}
 		c.mu.Lock()
-		running, kit := c.writerRunning, c.kit
+		running, kit, timer := c.writerRunning, c.kit, c.graceTimer
 		c.mu.Unlock()
-		if running || kit != nil {
-			t.Fatalf("idle connection: writer running %v, write buffers %v", running, kit != nil)
+		if running || kit != nil || timer != nil {
+			t.Fatalf("idle connection: writer running %v, write buffers %v, grace timer %v", running, kit != nil, timer != nil)
 		}
 	}
 	if d := runtime.NumGoroutine() - before; d > n+n/5 {

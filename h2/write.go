@@ -100,6 +100,10 @@ func (c *Conn) writeLoop() {
 				c.dropFreeLocked()
 				c.streams.shrink()
 				c.sched.Reset()
+				// The timer (~150 bytes with its closure) is made again
+				// by the next quiet spell, at most once per grace.
+				c.graceTimer.Stop()
+				c.graceTimer = nil
 				c.mu.Unlock()
 				return
 			}
