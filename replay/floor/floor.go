@@ -66,6 +66,33 @@ type Config struct {
 	// Only their bytes count in Links; the caps stay shares of the whole
 	// page's bytes.
 	Until []int
+	// Pin holds, by object index, the one path (index in Paths) the object
+	// may use, or -1 for any; objects past its end may use any path. It
+	// bounds a given placement, e.g. a policy's, instead of every one.
+	Pin []int
+}
+
+// paths returns the paths object o may use: its pinned one, or every path
+// that may carry bytes at all (a share of 0 leaves one out).
+func (c Config) paths(o int) []Path {
+	if o < len(c.Pin) && c.Pin[o] >= 0 {
+		return c.Paths[c.Pin[o] : c.Pin[o]+1]
+	}
+	var ps []Path
+	for i, p := range c.Paths {
+		if c.share(i) > 0 {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// may reports whether object o may use path i.
+func (c Config) may(o, i int) bool {
+	if o < len(c.Pin) && c.Pin[o] >= 0 {
+		return c.Pin[o] == i
+	}
+	return true
 }
 
 func (c Config) share(i int) float64 {
@@ -126,11 +153,21 @@ func Bound(p *page.Page, c Config) (Result, error) {
 			return Result{}, fmt.Errorf("floor: object %d out of range (page %s has %d)", o, p.Name, len(p.Objects))
 		}
 	}
+	if len(c.Pin) > len(p.Objects) {
+		return Result{}, fmt.Errorf("floor: %d pins for page %s's %d objects", len(c.Pin), p.Name, len(p.Objects))
+	}
+	for o, i := range c.Pin {
+		if i >= len(c.Paths) || i >= 0 && c.share(i) == 0 {
+			return Result{}, fmt.Errorf("floor: object %d pinned to path %d, which does not exist or may carry nothing", o, i)
+		}
+	}
 	r, err := critical(p, c)
 	if err != nil {
 		return r, err
 	}
-	r.Links = links(p, c, r.Ready)
+	if r.Links, err = links(p, c, r.Ready); err != nil {
+		return r, err
+	}
 	r.PLT = max(r.Critical, r.Links)
 	return r, nil
 }
@@ -148,14 +185,8 @@ func (c Config) counted(p *page.Page) []bool {
 }
 
 // critical walks p on a fake clock, each download taking its time alone on
-// the paths that may carry bytes at all (a share of 0 leaves one out).
+// the paths it may use.
 func critical(p *page.Page, c Config) (Result, error) {
-	var paths []Path
-	for i, path := range c.Paths {
-		if c.share(i) > 0 {
-			paths = append(paths, path)
-		}
-	}
 	type event struct {
 		at       time.Duration
 		activity int
@@ -169,7 +200,7 @@ func critical(p *page.Page, c Config) (Result, error) {
 			end := at + a.Duration
 			if a.Kind == replay.StartDownload {
 				r.Ready[a.Object] = at
-				end = alone(paths, at, p.Objects[a.Object].Size)
+				end = alone(c.paths(a.Object), at, p.Objects[a.Object].Size)
 			}
 			pending = append(pending, event{end, a.Activity})
 		}
@@ -232,7 +263,8 @@ func alone(paths []Path, ready time.Duration, size int64) time.Duration {
 // links finds, by bisection to 1 µs, the earliest time by which the paths
 // can have delivered every byte of the counted objects (fits), and returns
 // the latest time found not to fit, so that the answer stays a lower bound.
-func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
+// Pins can ask a path for more than its cap allows: no time fits then.
+func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error) {
 	in := c.counted(p)
 	var total, counted int64
 	for i, o := range p.Objects {
@@ -242,9 +274,10 @@ func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
 		}
 	}
 	if counted == 0 {
-		return 0
+		return 0, nil
 	}
-	// Every path carrying its capped share from the last release on fits.
+	// Every path carrying its capped share from the last release on fits,
+	// unless pins ask a path for more.
 	var hi time.Duration
 	for _, path := range c.Paths {
 		for _, r := range ready {
@@ -253,6 +286,9 @@ func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
 	}
 	slowest := slices.MinFunc(c.Paths, func(a, b Path) int { return cmp.Compare(a.Rate, b.Rate) })
 	hi += time.Duration(math.Ceil(float64(total)/slowest.Rate*1e9)) + time.Microsecond
+	if !fits(p, c, ready, in, total, counted, hi) {
+		return 0, fmt.Errorf("floor: page %s: the pinned objects' bytes exceed a path's cap", p.Name)
+	}
 	lo := time.Duration(0)
 	for hi-lo > time.Microsecond {
 		mid := lo + (hi-lo)/2
@@ -262,7 +298,7 @@ func links(p *page.Page, c Config, ready []time.Duration) time.Duration {
 			lo = mid
 		}
 	}
-	return lo
+	return lo, nil
 }
 
 // fits reports whether every byte of the counted objects (in) can have
@@ -303,7 +339,7 @@ func fits(p *page.Page, c Config, ready []time.Duration, in []bool, total, count
 			}
 		}
 		for o, r := range ready {
-			if s, ok := slot[path.arrival(r)]; ok && in[o] && p.Objects[o].Size > 0 {
+			if s, ok := slot[path.arrival(r)]; ok && in[o] && p.Objects[o].Size > 0 && c.may(o, i) {
 				g.edge(2+o, s, math.MaxInt64)
 			}
 		}

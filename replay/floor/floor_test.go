@@ -115,6 +115,33 @@ func TestUntil(t *testing.T) {
 	}
 }
 
+// Pinned placements of the document and child of TestTwoPathsCap. Document
+// on exp, child on cheap: the child is asked for at 70 ms, cheap's first
+// byte comes at 240 ms, its 100 ms of bytes end at 340 ms. Document on
+// cheap, child on exp: the document at 250 ms, the child's bytes from 270 ms
+// to 370 ms. Both on cheap: cheap alone, 430 ms.
+func TestPin(t *testing.T) {
+	p := graph(t, 12500, 0, false, 125000)
+	both := []Path{exp, cheap}
+	near(t, "document on exp, child on cheap", bound(t, p, Config{Paths: both, Pin: []int{0, 1}}).PLT, 340*ms)
+	near(t, "document on cheap, child on exp", bound(t, p, Config{Paths: both, Pin: []int{1, 0}}).PLT, 370*ms)
+	near(t, "both on cheap", bound(t, p, Config{Paths: both, Pin: []int{1, 1}}).PLT, 430*ms)
+	near(t, "child on cheap, document free", bound(t, p, Config{Paths: both, Pin: []int{-1, 1}}).PLT, 340*ms)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Paths: both, Pin: []int{0, 0}, MaxShare: []float64{0.25}}, "pinned objects' bytes exceed a path's cap"},
+		{Config{Paths: both, Pin: []int{2}}, "object 0 pinned to path 2"},
+		{Config{Paths: both, Pin: []int{0}, MaxShare: []float64{0}}, "object 0 pinned to path 0, which does not exist or may carry nothing"},
+		{Config{Paths: both, Pin: []int{0, 0, 0}}, "3 pins for page g's 2 objects"},
+	} {
+		if _, err := Bound(p, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.cfg, err, c.want)
+		}
+	}
+}
+
 // A big object split: 500000 bytes asked for at 0 over both paths. exp
 // alone would take 60 + 400 ms; with cheap joining at 240 ms both finish
 // together at t where 1250*(t-60) + 1250*(t-240) = 500000: t = 350 ms.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 
 var floorCmd = &Command{
 	Name:  "floor",
-	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--compute] [--dcl]",
+	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--compute] [--dcl] [--urgent-on PATH] [--rest-on PATH]",
 	Short: "lower bounds on a scenario's page load times from the pages' graphs and the paths' rates and RTTs (package replay/floor)",
 }
 
@@ -41,6 +42,8 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	setup := fs.Int("setup", 2, "round trips before a path carries a request: 2 for TCP + TLS 1.3, 1 for h2c")
 	compute := fs.Bool("compute", false, "computations take their recorded time")
 	dcl := fs.Bool("dcl", false, "bound the DOMContentLoaded analogue instead: every activity of the urgent objects (hints.FromPage: document, style sheets, parser-blocking scripts) done")
+	urgentOn := fs.String("urgent-on", "", "add a column for one placement: the urgent objects (hints.FromPage) on `PATH` only (no cap)")
+	restOn := fs.String("rest-on", "", "... and the other objects on `PATH` only")
 	headers := fs.Int("headers", 52, "header bytes of a full-size packet (IPv4 20 + TCP 20 + timestamps 12): a path's rate carries body in at most MTU-headers bytes of every MTU")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -65,10 +68,26 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("condition %s: %w", cond.Name, err)
 		}
 	}
-	exp := slices.IndexFunc(paths, func(p floor.Path) bool { return p.Name == *expensive })
-	if *expensive != "" && exp < 0 {
-		return fmt.Errorf("condition %s has no path %q", cond.Name, *expensive)
+	pathIndex := func(name string) (int, error) {
+		i := slices.IndexFunc(paths, func(p floor.Path) bool { return p.Name == name })
+		if name != "" && i < 0 {
+			return i, fmt.Errorf("condition %s has no path %q", cond.Name, name)
+		}
+		return i, nil
 	}
+	exp, err := pathIndex(*expensive)
+	if err != nil {
+		return err
+	}
+	urgentPin, err := pathIndex(*urgentOn)
+	if err != nil {
+		return err
+	}
+	restPin, err := pathIndex(*restOn)
+	if err != nil {
+		return err
+	}
+	pinned := urgentPin >= 0 || restPin >= 0
 	what := "the page load time"
 	if *dcl {
 		what = "the DOMContentLoaded analogue"
@@ -92,6 +111,9 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 		configs = append(configs, floor.Config{Paths: paths, MaxShare: shares})
 		head += fmt.Sprintf(" all, %s <= %g %% | (critical path / links) |", *expensive, *share*100)
 	}
+	if pinned {
+		head += fmt.Sprintf(" urgent on %s, the rest on %s |", cmp.Or(*urgentOn, "any"), cmp.Or(*restOn, "any"))
+	}
 	fmt.Fprintln(stdout, head)
 	for _, o := range sc.Objects {
 		pg, err := pageload.LoadPage(o)
@@ -99,10 +121,15 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "| %s | %d |", o.Name, pg.TotalSize())
-		var until []int
+		var until, pins []int
 		for i, h := range hints.FromPage(pg) {
 			if *dcl && h.Urgent() {
 				until = append(until, i)
+			}
+			if h.Urgent() {
+				pins = append(pins, urgentPin)
+			} else {
+				pins = append(pins, restPin)
 			}
 		}
 		var last floor.Result
@@ -115,6 +142,13 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 		}
 		if exp >= 0 {
 			fmt.Fprintf(stdout, " %.3f / %.3f |", last.Critical.Seconds(), last.Links.Seconds())
+		}
+		if pinned {
+			r, err := floor.Bound(pg, floor.Config{Paths: paths, Pin: pins, Compute: *compute, Until: until})
+			if err != nil {
+				return fmt.Errorf("%s: %w", o.Name, err)
+			}
+			fmt.Fprintf(stdout, " %.3f |", r.PLT.Seconds())
 		}
 		fmt.Fprintln(stdout)
 	}

@@ -38,6 +38,16 @@ func TestFloorHintsLatency(t *testing.T) {
 	if want := "| google | 74000 | 0.250 | 0.070 | 0.070 |"; !strings.Contains(out.String(), want) {
 		t.Errorf("--dcl: output lacks %q:\n%s", want, out.String())
 	}
+	// Every object pinned to exp is exp alone.
+	out.Reset()
+	if err := runFloor([]string{"hints-latency", "--urgent-on", "exp", "--rest-on", "exp"}, &out, &errs); err != nil {
+		t.Fatalf("pinned: %v\n%s", err, errs.String())
+	}
+	for _, want := range []string{"| urgent on exp, the rest on exp |", "| google | 74000 | 0.446 | 0.146 | 0.146 | 0.146 |", "| mediafire | 2474000 | 2.370 | 2.130 | 1.185 | 2.130 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("pinned: output lacks %q:\n%s", want, out.String())
+		}
+	}
 }
 
 func TestFloorRefuses(t *testing.T) {
@@ -47,6 +57,7 @@ func TestFloorRefuses(t *testing.T) {
 	}{
 		{[]string{"hints-jitter"}, "jitter or a trace: no bound"},
 		{[]string{"hints-latency", "--expensive", "wifi"}, `no path "wifi"`},
+		{[]string{"hints-latency", "--rest-on", "wifi"}, `no path "wifi"`},
 		{[]string{"hints-latency", "--condition", "loss"}, `no condition "loss"`},
 		{[]string{"hints-latency", "--headers", "1500"}, "1500 header bytes"},
 		{[]string{"hints-latency", "--expensive", "exp", "--share", "-0.5"}, "share -0.5 out of [0, 1]"},
