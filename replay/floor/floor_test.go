@@ -2,12 +2,15 @@ package floor
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
+	"github.com/shunt-net/shunt/replay"
 )
 
 const ms = time.Millisecond
@@ -221,6 +224,80 @@ func TestTableIVPagesOrdered(t *testing.T) {
 		floor := 60*ms + time.Duration(float64(p.TotalSize())/2.5e6*1e9)
 		if free < floor {
 			t.Errorf("%s: bound %v below %v (its bytes at both rates after exp's first byte)", tv.Name, free, floor)
+		}
+	}
+}
+
+// fifo is one schedule the model allows: each object whole on one path,
+// each path sending its responses one after another in the order they were
+// asked for, every byte at the path's rate. Its load time can never be below
+// the bound, for any placement.
+func fifo(t *testing.T, p *page.Page, paths []Path, place []int) time.Duration {
+	t.Helper()
+	w := replay.NewWalker(p, replay.Options{})
+	t0 := time.Unix(0, 0)
+	free := make([]time.Duration, len(paths))
+	type event struct {
+		at       time.Duration
+		activity int
+	}
+	var pending []event
+	add := func(acts []replay.Action, at time.Duration) {
+		for _, a := range acts {
+			path := paths[place[a.Object]]
+			start := max(path.arrival(at), free[place[a.Object]])
+			end := start + time.Duration(float64(p.Objects[a.Object].Size)/path.Rate*1e9)
+			free[place[a.Object]] = end
+			pending = append(pending, event{end, a.Activity})
+		}
+	}
+	add(w.Start(t0), 0)
+	for len(pending) > 0 {
+		next := 0
+		for i, e := range pending {
+			if e.at < pending[next].at {
+				next = i
+			}
+		}
+		e := pending[next]
+		pending = slices.Delete(pending, next, next+1)
+		acts, err := w.Complete(e.activity, t0.Add(e.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(acts, e.at)
+	}
+	return w.PLT()
+}
+
+// Random placements of the Table IV pages never load faster than the bound,
+// nor than the bound of their own placement, nor, when they keep at most
+// 25 % of the bytes on exp, than the capped bound.
+func TestRandomPlacementsAboveBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	both := []Path{exp, cheap}
+	for _, tv := range page.TableIV {
+		p := testpages.Load(t, tv.Graph+".json")
+		free := bound(t, p, Config{Paths: both}).PLT
+		capped := bound(t, p, Config{Paths: both, MaxShare: []float64{0.25}}).PLT
+		for i := range 30 {
+			place := make([]int, len(p.Objects))
+			var onExp int64
+			for o := range place {
+				if rng.IntN(4) == 0 || i == 0 { // i == 0: everything on exp
+					onExp += p.Objects[o].Size
+				} else {
+					place[o] = 1
+				}
+			}
+			got := fifo(t, p, both, place)
+			own := bound(t, p, Config{Paths: both, Pin: place}).PLT
+			if got < free || got < own {
+				t.Errorf("%s, placement %d: load %v below the bound %v or its placement's %v", tv.Name, i, got, free, own)
+			}
+			if float64(onExp) <= 0.25*float64(p.TotalSize()) && got < capped {
+				t.Errorf("%s, placement %d (%.1f %% on exp): load %v below the capped bound %v", tv.Name, i, 100*float64(onExp)/float64(p.TotalSize()), got, capped)
+			}
 		}
 	}
 }
