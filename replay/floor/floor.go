@@ -2,13 +2,14 @@
 // more paths from the page's dependency graph and each path's rate and
 // round-trip time: what no placement of the page's objects on the paths can
 // beat, optionally with a cap on the share of the page's bytes a path may
-// carry (issue 19: at most 25 % on the expensive path).
+// carry (issue 19: at most 25 % on the expensive path), or what one given
+// placement (Config.Pin) cannot beat.
 //
 // The model is optimistic at every step, so its answer is a bound, not a
 // prediction:
-//   - a path delivers its rate from its first byte on (no slow start, no
-//     queueing, no loss) and every byte it carries is body (no TCP, TLS or
-//     HTTP/2 header counted);
+//   - a path delivers its Rate of body bytes from its first byte on (no
+//     slow start, no queueing, no loss; what headers take is the caller's
+//     to leave out of Rate);
 //   - every path starts its handshakes when the load starts and carries its
 //     first request Setup round trips later; a response's first byte comes
 //     one RTT after its request, the server answering at once;
