@@ -48,7 +48,11 @@ import (
 //	            axel 2.17.11 reads the file but binds no socket (strace:
 //	            no bind() on its TCP sockets, and with only lte's address
 //	            listed it still downloads at wifi's rate), so every
-//	            connection takes the default route, the first path
+//	            connection takes the default route, the first path. It
+//	            binds only with -4 (tcp_connect fills the local address
+//	            only for AF_INET, and the default is any family), and then
+//	            every connection to the first address listed: one path
+//	            either way
 //	tool=curl   curl --interface on path=NAME's address
 //	tool=mptcp  curl run by mptcpize (Debian's mptcpd) from the first
 //	            path's address against a server listening with MPTCP (run
