@@ -232,10 +232,12 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
-	// The tag tells this run's requests in the server's log from those of
-	// the runs before it, which may end after it started.
-	tag := "?rep=" + strconv.Itoa(r.Rep)
-	url := "https://" + s.origin.Addr + origin.ObjectPath(sz.Size) + tag
+	// The request URI tells this run's requests in the server's log from
+	// those of the runs before it, which may end after it started: the
+	// tag those of the other repetitions, the path those of the other
+	// objects (every object runs at each repetition, on the same server).
+	uri := origin.ObjectPath(sz.Size) + "?rep=" + strconv.Itoa(r.Rep)
+	url := "https://" + s.origin.Addr + uri
 	file := filepath.Join(s.env.Dir, "dl", fmt.Sprintf("%s-%d", r.Object.Name, r.Rep))
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return experiment.Result{}, err
@@ -289,7 +291,7 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		res.Metrics[k] = v
 	}
 	if s.c.Server != peers.Shunt {
-		reqs, err := s.origin.Requests(ctx, tag)
+		reqs, err := s.origin.Requests(ctx, uri)
 		if err != nil {
 			return res, fmt.Errorf("the server's log of the run: %w", err)
 		}

@@ -74,6 +74,41 @@ func TestLocal(t *testing.T) {
 	}
 }
 
+// A scenario with several objects downloads each at every repetition from
+// the same server: a run's server counts must be its own object's requests,
+// not also those of the run before it at the same repetition (h63: the
+// 4 MB runs after the 1 MB ones counted 1 MB redone and one request more).
+func TestServerCountsPerObject(t *testing.T) {
+	for _, bin := range []string{peers.Nginx, "curl"} {
+		if err := peers.Available(bin); err != nil {
+			t.Skipf("skipping: %v (bash scripts/setup installs it)", err)
+		}
+	}
+	objs := []experiment.Object{{Name: "1MB", Size: "1MB"}, {Name: "3MB", Size: "3MB"}}
+	c, err := Kind.Config(map[string]string{"tool": "curl", "path": "loopback", "server": peers.Nginx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := emulated.LocalEnv(t.TempDir(), objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(context.Background(), env, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, obj := range objs {
+		res, err := s.Run(context.Background(), &experiment.Run{Object: obj, Rep: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts["server_requests"] != 1 || res.Counts["redone_bytes"] != 0 {
+			t.Errorf("%s: server_requests %v, redone_bytes %v; want 1 and 0", obj.Name, res.Counts["server_requests"], res.Counts["redone_bytes"])
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, v := range []struct {
 		params map[string]string
