@@ -41,19 +41,7 @@ func TestLocal(t *testing.T) {
 						t.Skipf("skipping: %v (bash scripts/setup installs it)", err)
 					}
 				}
-				c, err := Kind.Config(params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				env, err := emulated.LocalEnv(t.TempDir(), obj)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := Start(context.Background(), env, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				s := startLocal(t, params, obj)
 				res, err := s.Run(context.Background(), &experiment.Run{Object: obj})
 				if err != nil {
 					t.Fatal(err)
@@ -85,7 +73,23 @@ func TestServerCountsPerObject(t *testing.T) {
 		}
 	}
 	objs := []experiment.Object{{Name: "1MB", Size: "1MB"}, {Name: "3MB", Size: "3MB"}}
-	c, err := Kind.Config(map[string]string{"tool": "curl", "path": "loopback", "server": peers.Nginx})
+	s := startLocal(t, map[string]string{"tool": "curl", "path": "loopback", "server": peers.Nginx}, objs...)
+	for _, obj := range objs {
+		res, err := s.Run(context.Background(), &experiment.Run{Object: obj, Rep: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts["server_requests"] != 1 || res.Counts["redone_bytes"] != 0 {
+			t.Errorf("%s: server_requests %v, redone_bytes %v; want 1 and 0", obj.Name, res.Counts["server_requests"], res.Counts["redone_bytes"])
+		}
+	}
+}
+
+// startLocal starts a session with params over this machine's loopback,
+// serving objs; the test's cleanup closes it.
+func startLocal(t *testing.T, params map[string]string, objs ...experiment.Object) *Session {
+	t.Helper()
+	c, err := Kind.Config(params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +101,8 @@ func TestServerCountsPerObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	for _, obj := range objs {
-		res, err := s.Run(context.Background(), &experiment.Run{Object: obj, Rep: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Counts["server_requests"] != 1 || res.Counts["redone_bytes"] != 0 {
-			t.Errorf("%s: server_requests %v, redone_bytes %v; want 1 and 0", obj.Name, res.Counts["server_requests"], res.Counts["redone_bytes"])
-		}
-	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func TestConfigErrors(t *testing.T) {
