@@ -188,22 +188,40 @@ func (c Config) counted(p *page.Page) []bool {
 // critical walks p on a fake clock, each download taking its time alone on
 // the paths it may use.
 func critical(p *page.Page, c Config) (Result, error) {
+	r := Result{Ready: make([]time.Duration, len(p.Objects))}
+	w, err := walk(p, c.Compute, func(a replay.Action, at time.Duration) time.Duration {
+		if a.Kind != replay.StartDownload {
+			return at + a.Duration
+		}
+		r.Ready[a.Object] = at
+		return alone(c.paths(a.Object), at, p.Objects[a.Object].Size)
+	})
+	if err != nil {
+		return r, err
+	}
+	in := c.counted(p)
+	for i, a := range p.Activities {
+		if _, end, _ := w.Timing(i); in[a.Object] {
+			r.Critical = max(r.Critical, end)
+		}
+	}
+	return r, nil
+}
+
+// walk drives a Walker over p on a fake clock to the end of the load: end
+// says when each action the walker asks for at time at completes, in the
+// order the walker asks (ties complete in that order).
+func walk(p *page.Page, compute bool, end func(a replay.Action, at time.Duration) time.Duration) (*replay.Walker, error) {
 	type event struct {
 		at       time.Duration
 		activity int
 	}
-	r := Result{Ready: make([]time.Duration, len(p.Objects))}
-	w := replay.NewWalker(p, replay.Options{Compute: c.Compute})
+	w := replay.NewWalker(p, replay.Options{Compute: compute})
 	t0 := time.Unix(0, 0)
-	var pending []event // in the order they were made, which breaks ties
+	var pending []event
 	add := func(acts []replay.Action, at time.Duration) {
 		for _, a := range acts {
-			end := at + a.Duration
-			if a.Kind == replay.StartDownload {
-				r.Ready[a.Object] = at
-				end = alone(c.paths(a.Object), at, p.Objects[a.Object].Size)
-			}
-			pending = append(pending, event{end, a.Activity})
+			pending = append(pending, event{end(a, at), a.Activity})
 		}
 	}
 	add(w.Start(t0), 0)
@@ -218,20 +236,14 @@ func critical(p *page.Page, c Config) (Result, error) {
 		pending = slices.Delete(pending, next, next+1)
 		acts, err := w.Complete(e.activity, t0.Add(e.at))
 		if err != nil {
-			return r, err
+			return w, err
 		}
 		add(acts, e.at)
 	}
 	if !w.Done() {
-		return r, fmt.Errorf("floor: page %s: the walk ended with activities left", p.Name)
+		return w, fmt.Errorf("floor: page %s: the walk ended with activities left", p.Name)
 	}
-	in := c.counted(p)
-	for i, a := range p.Activities {
-		if _, end, _ := w.Timing(i); in[a.Object] {
-			r.Critical = max(r.Critical, end)
-		}
-	}
-	return r, nil
+	return w, nil
 }
 
 // alone is when size bytes asked for at ready have all arrived, split over

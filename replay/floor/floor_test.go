@@ -3,7 +3,6 @@ package floor
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,38 +233,14 @@ func TestTableIVPagesOrdered(t *testing.T) {
 // the bound, for any placement.
 func fifo(t *testing.T, p *page.Page, paths []Path, place []int) time.Duration {
 	t.Helper()
-	w := replay.NewWalker(p, replay.Options{})
-	t0 := time.Unix(0, 0)
 	free := make([]time.Duration, len(paths))
-	type event struct {
-		at       time.Duration
-		activity int
-	}
-	var pending []event
-	add := func(acts []replay.Action, at time.Duration) {
-		for _, a := range acts {
-			path := paths[place[a.Object]]
-			start := max(path.arrival(at), free[place[a.Object]])
-			end := start + time.Duration(float64(p.Objects[a.Object].Size)/path.Rate*1e9)
-			free[place[a.Object]] = end
-			pending = append(pending, event{end, a.Activity})
-		}
-	}
-	add(w.Start(t0), 0)
-	for len(pending) > 0 {
-		next := 0
-		for i, e := range pending {
-			if e.at < pending[next].at {
-				next = i
-			}
-		}
-		e := pending[next]
-		pending = slices.Delete(pending, next, next+1)
-		acts, err := w.Complete(e.activity, t0.Add(e.at))
-		if err != nil {
-			t.Fatal(err)
-		}
-		add(acts, e.at)
+	w, err := walk(p, false, func(a replay.Action, at time.Duration) time.Duration {
+		i := place[a.Object]
+		free[i] = max(paths[i].arrival(at), free[i]) + time.Duration(float64(p.Objects[a.Object].Size)/paths[i].Rate*1e9)
+		return free[i]
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return w.PLT()
 }
