@@ -58,6 +58,10 @@ type Config struct {
 	// sendMark, if set, replaces sendMark for this connection's send queue
 	// (tests pace loopback, whose rate would always give maxSendMark).
 	sendMark func(window int, srtt, minRTT time.Duration) int
+	// writerGrace (server role), if set, replaces defaultWriterGrace. It
+	// is per server, not a package variable, so a test that lengthens it
+	// races with no other test's connections.
+	writerGrace time.Duration
 
 	// KeepIdleReader (server role, Server.ServeConnDetached) keeps a quiet
 	// connection's read goroutine, which by default it gives up (park.go):
@@ -131,6 +135,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxReadFrameSize > 1<<24-1 {
 		cfg.MaxReadFrameSize = 1<<24 - 1
+	}
+	if cfg.writerGrace <= 0 {
+		cfg.writerGrace = defaultWriterGrace
 	}
 	return cfg
 }

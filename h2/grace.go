@@ -2,7 +2,7 @@ package h2
 
 import "time"
 
-// maxGraceFactor bounds quietGrace at this many base graces (writerGrace):
+// maxGraceFactor bounds quietGrace at this many base graces (Config.writerGrace):
 // 160 ms. A client quiet for longer comes back seldom enough that making
 // the writer and its state again (tens of microseconds) costs it little,
 // and a connection that has been busy keeps no more than that of memory

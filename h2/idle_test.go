@@ -179,12 +179,10 @@ func TestParkedConnIdleTimeout(t *testing.T) {
 }
 
 // TestWriterOutlivesBurst: the writer stays, with its buffers, for
-// writerGrace after the connection's last stream closes, so a client that
+// the grace (Config.writerGrace) after the connection's last stream closes, so a client that
 // opens the next stream at once does not start a new writer per burst.
 func TestWriterOutlivesBurst(t *testing.T) {
-	writerGrace = time.Hour
-	t.Cleanup(func() { writerGrace = 10 * time.Millisecond })
-	ts := startServer(t, testHandler(), Config{}, false)
+	ts := startServer(t, testHandler(), Config{writerGrace: time.Hour}, false)
 	rc := dialRaw(t, ts.addr)
 	for id := uint32(1); id <= 5; id += 2 {
 		getGen(t, rc, id, 20000)
@@ -209,9 +207,8 @@ func TestWriterOutlivesBurst(t *testing.T) {
 // quiet (quietGrace), and the connection still lets them go and parks
 // once quiet for longer.
 func TestGraceGrowsForReturningClient(t *testing.T) {
-	writerGrace = 200 * time.Millisecond
-	t.Cleanup(func() { writerGrace = 10 * time.Millisecond })
-	ts := startServer(t, testHandler(), Config{}, false)
+	const base = 200 * time.Millisecond
+	ts := startServer(t, testHandler(), Config{writerGrace: base}, false)
 	rc := dialRaw(t, ts.addr)
 	getGen(t, rc, 1, 20000)
 	conns := serverConns(ts)
@@ -230,8 +227,8 @@ func TestGraceGrowsForReturningClient(t *testing.T) {
 	// only makes the writer end later.
 	answered := time.Now()
 	waitFor(t, "the writer ended after the longer grace", writerEnded)
-	if lived := time.Since(answered); lived < writerGrace*5/4 {
-		t.Fatalf("the writer ended %v after the stream's answer, within about the base grace (%v), though its client came back just after the last one", lived, writerGrace)
+	if lived := time.Since(answered); lived < base*5/4 {
+		t.Fatalf("the writer ended %v after the stream's answer, within about the base grace (%v), though its client came back just after the last one", lived, base)
 	}
 	waitFor(t, "the connection parked after the longer grace", func() bool { return parkedCount(conns) == 1 })
 }

@@ -182,7 +182,7 @@ func (c *Conn) openStream(st *stream, id uint32, ours bool) *stream {
 		c.idleTimer.Stop()
 	}
 	if c.grace.pending() {
-		c.grace.opened(time.Now(), writerGrace)
+		c.grace.opened(time.Now(), c.cfg.writerGrace)
 	}
 	return st
 }

@@ -172,16 +172,16 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// writerGrace is how long a server connection's writer outlives its last
+// defaultWriterGrace is how long a server connection's writer outlives its last
 // stream at first (quietGrace lengthens it for clients that come back). A
 // client that keeps a connection busy (h2load, a page load) opens the next
 // stream within microseconds to a round trip; ending the writer in between
 // cost a goroutine start, its stack growth and a kit from the pool per
 // burst. An idle connection still holds no writer after the grace.
-var writerGrace = 10 * time.Millisecond
+const defaultWriterGrace = 10 * time.Millisecond
 
 // writerIdleLocked reports whether the writer, with no work, has had no
-// stream for the connection's grace (quietGrace, from writerGrace); the
+// stream for the connection's grace (quietGrace, from Config.writerGrace); the
 // first call of an idle spell arms a timer that wakes the writer when the
 // grace ends.
 func (c *Conn) writerIdleLocked() bool {
@@ -190,7 +190,7 @@ func (c *Conn) writerIdleLocked() bool {
 		return false
 	}
 	now := time.Now()
-	grace := c.grace.of(writerGrace)
+	grace := c.grace.of(c.cfg.writerGrace)
 	if c.idleSince.IsZero() {
 		c.idleSince = now
 		if c.graceTimer == nil {
