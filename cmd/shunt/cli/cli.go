@@ -42,6 +42,10 @@ func Main(args []string) int {
 		return 2
 	}
 	if isHelp(args[0]) {
+		if len(args) > 1 && !isHelp(args[1]) {
+			// `shunt help CMD` is `shunt CMD --help` (an unknown CMD fails there).
+			return Main([]string{args[1], "--help"})
+		}
 		usage(os.Stdout)
 		return 0
 	}

@@ -31,7 +31,7 @@ func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // Help asked for is output (stdout, exit 0) and runs nothing; a mistake is
 // an error (stderr, non-zero).
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"net", "--help"}, {"net", "cleanup", "--help"}, {"replay", "--help"}, {"get", "-h"}, {"bench", "--help"}, {"net", "shell", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"help", "help"}, {"--help", "-h"}, {"net", "--help"}, {"net", "cleanup", "--help"}, {"replay", "--help"}, {"get", "-h"}, {"bench", "--help"}, {"net", "shell", "--help"}} {
 		code, out, errOut := runMain(t, args...)
 		if code != 0 || !strings.Contains(out, "usage: shunt") || errOut != "" {
 			t.Errorf("shunt %v: exit %d, stdout %q, stderr %q; want usage on stdout and exit 0", args, code, out, errOut)
@@ -44,6 +44,16 @@ func TestHelp(t *testing.T) {
 	}
 	if code, out, _ := runMain(t, "net", "cleanup", "--help"); code != 0 || strings.Contains(out, "removed") {
 		t.Errorf("net cleanup --help cleaned up: %q", out)
+	}
+	// TEAM.md and the bench's notes send readers to `shunt help bench`.
+	for _, name := range []string{"bench", "get", "net"} {
+		code, out, errOut := runMain(t, "help", name)
+		if code != 0 || !strings.HasPrefix(out, "usage: shunt "+name+" ") || errOut != "" {
+			t.Errorf("shunt help %s: exit %d, stdout %.80q, stderr %q; want %s's usage on stdout and exit 0", name, code, out, errOut, name)
+		}
+	}
+	if code, _, errOut := runMain(t, "help", "nosuchcommand"); code == 0 || errOut == "" {
+		t.Errorf("shunt help nosuchcommand: exit %d, stderr %q; want an error", code, errOut)
 	}
 	if helpAsked([]string{"--delay", "1ms", "--", "ls", "--help"}) {
 		t.Error("a --help after -- belongs to the command net shell runs")
