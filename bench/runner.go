@@ -30,13 +30,20 @@ type Runner struct {
 	Progress Progress
 	Log      io.Writer        // nil: discard
 	Now      func() time.Time // nil: time.Now
+	// MaxRuns bounds the runs done in this call (0: all), the next ones in
+	// plan order, so a sweep of long runs goes on over measuring holds of
+	// fixed length: each call resumes where the last one stopped.
+	MaxRuns int
+	// Binary is written into every record (experiment.Binary()).
+	Binary string
 }
 
 // ScenarioFile is the copy of the scenario kept in an output directory.
 const ScenarioFile = "scenario.yaml"
 
 // Run executes every run of the shard that runs.jsonl does not already hold
-// as a success, appending one record per run. It builds each condition's
+// as a success (the first MaxRuns of them, if set), appending one record per
+// run. It builds each condition's
 // network once and starts each protocol once per condition, and tears all of
 // it down before returning, also when ctx is cancelled (Ctrl-C). Failed runs
 // are recorded with their error and the sweep goes on; Run returns an error
@@ -106,12 +113,16 @@ func (r *Runner) Run(ctx context.Context) error {
 			todo = append(todo, run)
 		}
 	}
+	skipped := inShard - len(todo)
+	if r.MaxRuns > 0 && len(todo) > r.MaxRuns {
+		todo = todo[:r.MaxRuns]
+	}
 	w, err := experiment.OpenRecordWriter(runsFile)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	r.Progress.Start(len(todo), inShard-len(todo))
+	r.Progress.Start(len(todo), skipped)
 	defer r.Progress.Finish()
 	for len(todo) > 0 {
 		n := 1
@@ -245,6 +256,7 @@ func (r *Runner) runOne(ctx context.Context, nw experiment.Network, sess experim
 }
 
 func (r *Runner) record(w *experiment.RecordWriter, rec *experiment.Record) error {
+	rec.Binary = r.Binary
 	if err := w.Write(rec); err != nil {
 		return err
 	}

@@ -385,3 +385,36 @@ func TestLineProgressETA(t *testing.T) {
 		}
 	}
 }
+
+func TestRunnerMaxRunsGoesOnWhereItStopped(t *testing.T) {
+	dir := t.TempDir()
+	f := &fakeFactory{}
+	var ran []string
+	for call := 0; call < 13; call++ {
+		d := &fakeDriver{}
+		r := newFakeRunner(t, dir, d, f)
+		r.MaxRuns, r.Binary = 2, "abc123"
+		if err := r.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if want := min(2, 24-len(ran)); len(d.ran) != want {
+			t.Fatalf("call %d ran %d runs, want %d", call, len(d.ran), want)
+		}
+		ran = append(ran, d.ran...)
+	}
+	var plan []string
+	for _, run := range Plan(newFakeRunner(t, dir, &fakeDriver{}, f).Scenario) {
+		plan = append(plan, run.ID)
+	}
+	if !reflect.DeepEqual(ran, plan) {
+		t.Errorf("calls of 2 runs ran %v, want the plan's order %v", ran, plan)
+	}
+	for _, rec := range readRuns(t, dir) {
+		if rec.Binary != "abc123" {
+			t.Errorf("run %s recorded binary %q, want the runner's", rec.ID, rec.Binary)
+		}
+	}
+	if f.open != 0 {
+		t.Errorf("%d networks left open", f.open)
+	}
+}

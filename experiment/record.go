@@ -26,7 +26,10 @@ type Record struct {
 	NetSeed     int64             `json:"net_seed"` // seed of the condition's loss models
 	Node        *Node             `json:"node,omitempty"`
 	Shard       string            `json:"shard,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	// Binary is the commit of the shunt binary that ran it (Binary()), so a
+	// sweep resumed over days pools only runs of binaries known to be alike.
+	Binary string `json:"binary,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // OK reports whether the run succeeded.

@@ -19,7 +19,7 @@ import (
 
 var benchCmd = &Command{
 	Name:  "bench",
-	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] | bench NAME --slurm [--array N] [--nodes N] [--wait] [--out DIR] [-- SBATCH-OPTIONS...] | bench --list | bench merge OUT DIR... | bench report DIR [RECORDS...]",
+	Usage: "bench [NAME|FILE] [--reps N] [--json FILE] [--out DIR] [--shard i/n] [--runs N] | bench NAME --slurm [--array N] [--nodes N] [--wait] [--out DIR] [-- SBATCH-OPTIONS...] | bench --list | bench merge OUT DIR... | bench report DIR [RECORDS...]",
 	Short: "run an experiment scenario (default: holb) and report p25/p50/p75 per cell",
 }
 
@@ -47,6 +47,7 @@ func runBench(ctx context.Context, args []string) error {
 	jsonFile := fs.String("json", "", "write the summary as JSON to `FILE`")
 	out := fs.String("out", "", "output `DIR`; an existing one is resumed (default ./shunt-results/NAME-TIME)")
 	shardText := fs.String("shard", "", "run only shard `i/n` of the sweep")
+	maxRuns := fs.Int("runs", 0, "do at most `N` of the runs not yet done, then stop; the same command again resumes (runs longer than a measuring hold, one or a few per hold)")
 	linkLog := fs.Bool("link-log", false, "log every packet of the emulated links into DIR/"+linkLogDir)
 	var sl slurmFlags
 	sl.register(fs)
@@ -84,6 +85,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *reps < 0 {
 		return fmt.Errorf("--reps %d: must be positive", *reps)
+	}
+	if *maxRuns < 0 || (*maxRuns > 0 && sl.on) {
+		return fmt.Errorf("--runs %d: want a positive count, and not with --slurm (its tasks run whole shards)", *maxRuns)
 	}
 	if *reps > 0 {
 		sc.Reps = *reps // run IDs do not depend on the count, so more reps extend a sweep
@@ -130,6 +134,7 @@ func runBench(ctx context.Context, args []string) error {
 	r := &bench.Runner{
 		Scenario: sc, Source: src, Networks: nf, Drivers: drivers.Table,
 		OutDir: dir, Shard: shard, Progress: bench.NewProgress(os.Stderr), Log: logf,
+		MaxRuns: *maxRuns, Binary: experiment.Binary(),
 	}
 	fmt.Fprintf(os.Stderr, "shunt bench %s: %d runs in %s\n", sc.Name, len(bench.Plan(sc)), dir)
 	runErr := r.Run(ctx)
