@@ -25,10 +25,11 @@ const (
 	// sent a probe, a range of the object's tail of at most ProbeMax, and
 	// while a move to it is confirmed one extension of at most ProbeMax
 	// (keepBusy); the rest of the object moves at most once, to the path
-	// that would finish it first (interactive.go). So without a move
-	// another path receives at most 2 x ProbeMax of the object. Another
-	// path takes over only if that one goes silent or down, or its budget
-	// runs out.
+	// that would finish it first (interactive.go). So without a move or a
+	// silence another path receives at most 2 x ProbeMax of the object.
+	// Another path takes over only if that one goes silent (checkSilent)
+	// or down, or its budget runs out; such a forced move is not the one
+	// move, and a path back from silence is probed again (reprobe).
 	Interactive
 )
 
@@ -122,6 +123,13 @@ func (s *Scheduler) choose(now time.Time, why string) {
 	s.handovers = append(s.handovers, Switch{At: now, From: old, To: next, Why: why})
 }
 
+// back re-admits path p after a silence: a PING answer after its stall
+// (OnRTT), or OnPathResume.
+func (s *Scheduler) back(now time.Time, p PathID) {
+	s.choose(now, "back")
+	s.reprobe(now, p)
+}
+
 // pick is the path the mode wants in use now.
 func (s *Scheduler) pick(now time.Time) (PathID, bool) {
 	ok := func(p PathID) bool { return s.paths[p].up && s.room(p) > 0 }
@@ -143,7 +151,15 @@ func (s *Scheduler) pick(now time.Time) (PathID, bool) {
 		}
 		return 0, false
 	}
-	// Interactive keeps its path while it can work.
+	// Interactive keeps its path while it can work and has not gone silent
+	// (checkSilent); a silent one only if no other path can take over.
+	live := func(p PathID) bool { return ok(p) && s.paths[p].stalledAt.IsZero() }
+	if s.active >= 0 && live(s.active) {
+		return s.active, true
+	}
+	if p, found := s.fastest(now, live); found {
+		return p, true
+	}
 	if s.active >= 0 && ok(s.active) {
 		return s.active, true
 	}
@@ -180,13 +196,14 @@ func (s *Scheduler) cutPath(now time.Time, p PathID, keepCredit bool) int64 {
 }
 
 // checkStall marks the path in use stalled when it has had work and
-// delivered nothing for HandoverAfter (Handover; Aggregate: checkSilent).
+// delivered nothing for HandoverAfter (Handover; the other modes:
+// checkSilent).
 func (s *Scheduler) checkStall(now time.Time) {
-	if s.cfg.Mode == Aggregate {
+	if s.cfg.Mode != Handover {
 		s.checkSilent(now)
 		return
 	}
-	if s.cfg.Mode != Handover || s.active < 0 {
+	if s.active < 0 {
 		return
 	}
 	ps := s.paths[s.active]
@@ -196,13 +213,17 @@ func (s *Scheduler) checkStall(now time.Time) {
 	}
 }
 
-// checkSilent (Aggregate) moves the ranges of a path that has work and has
-// been silent, no DATA and no PING answer, for max(HandoverAfter, 2 x its
-// RTT), while another path has delivered over at least the second half of
-// that silence and still does. The caller's silence rule (mph2's 3 s
+// checkSilent (Aggregate, Interactive) moves the ranges of a path that has
+// work and has been silent, no DATA and no PING answer, for
+// max(HandoverAfter, 2 x its RTT), while another path that can take them
+// has been heard from (DATA or PING answers) over at least the second half
+// of that silence and still is. The caller's silence rule (mph2's 3 s
 // floor) must not mistake a slow path for a dead one when no path can take
 // over; here one evidently can: the server and the client work, so the
-// silence is the path's. A live path answers a PING within its RTT (one is
+// silence is the path's. In Interactive the other paths are idle, so their
+// PING answers are the evidence, and a silent path in use is replaced at
+// once (h65's outage cells: the rest waited 3 s for the silence rule at
+// every gap of the path in use). A live path answers a PING within its RTT (one is
 // always outstanding) and starts a response within a response delay, so
 // twice its RTT, and at least the 1 s that is well above the paper's
 // response delays, is no working path; a path too slow to deliver a DATA
@@ -215,7 +236,7 @@ func (s *Scheduler) checkStall(now time.Time) {
 func (s *Scheduler) checkSilent(now time.Time) {
 	for k, ps := range s.paths {
 		p := PathID(k)
-		if !ps.up || !ps.stalledAt.IsZero() || s.streams(p) == 0 {
+		if !ps.up || !ps.stalledAt.IsZero() || s.streams(p) == 0 || !s.canTakeOver(p) {
 			continue
 		}
 		after := max(s.cfg.HandoverAfter, 2*s.rttOf(p))
@@ -230,6 +251,32 @@ func (s *Scheduler) checkSilent(now time.Time) {
 		}
 		ps.stats.Stalls++
 		s.moveStreams(p, true)
+		if p == s.active {
+			s.choose(now, "silent")
+		}
+	}
+}
+
+// canTakeOver: a path other than p is up, has room and has not stalled.
+func (s *Scheduler) canTakeOver(p PathID) bool {
+	for i, q := range s.paths {
+		if PathID(i) != p && q.up && q.stalledAt.IsZero() && s.room(PathID(i)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// partnersHeard notes, for every path but p, that another path was heard
+// from at now (checkSilent's evidence).
+func (s *Scheduler) partnersHeard(p *path, now time.Time) {
+	for _, q := range s.paths {
+		if q != p {
+			if !q.partnerFrom.After(q.heard()) {
+				q.partnerFrom = now
+			}
+			q.partnerLast = now
+		}
 	}
 }
 

@@ -250,8 +250,8 @@ type path struct {
 	pong      time.Time // last PING answer
 	stalledAt time.Time // when the path stalled (checkStall, checkSilent); zero once it answers again
 	spent     int64     // budget reserved by the path's closed streams
-	// partnerFrom and partnerLast are the first and the last DATA on
-	// another path since this one was last heard from (checkSilent).
+	// partnerFrom and partnerLast are the first and the last time another
+	// path was heard from (DATA or a PING answer) since this one was.
 	partnerFrom, partnerLast time.Time
 }
 
@@ -532,14 +532,7 @@ func (s *Scheduler) OnData(now time.Time, id StreamID, n int64) []Action {
 	p := s.paths[st.path]
 	p.bw.OnData(now, n)
 	p.progress = now
-	for _, q := range s.paths {
-		if q != p {
-			if !q.partnerFrom.After(q.heard()) {
-				q.partnerFrom = now
-			}
-			q.partnerLast = now
-		}
-	}
+	s.partnersHeard(p, now)
 	if p.stats.Received == 0 {
 		p.stats.FirstData = now
 	}
@@ -607,10 +600,11 @@ func (s *Scheduler) OnRTT(now time.Time, p PathID, rtt time.Duration) []Action {
 	ps.rtt.Add(rtt)
 	ps.sawRTT(rtt)
 	ps.pong = now
+	s.partnersHeard(ps, now)
 	if !ps.stalledAt.IsZero() && now.Add(-rtt).After(ps.stalledAt) {
 		// A PING sent after the stall came back: the path works again.
 		ps.stalledAt = time.Time{}
-		s.choose(now, "back")
+		s.back(now, p)
 	}
 	s.schedule(now)
 	return s.out
@@ -824,23 +818,23 @@ func (s *Scheduler) OnPathResume(now time.Time, p PathID) ([]Action, error) {
 	if s.done || !ps.suspended {
 		return nil, nil
 	}
-	bw, err := estimate.NewBandwidth(s.cfg.Bandwidth)
-	if err != nil {
-		return nil, err
-	}
-	rtt, err := estimate.NewRTT(s.cfg.RTTSamples)
-	if err != nil {
-		return nil, err
-	}
-	ps.up, ps.suspended, ps.bw, ps.rtt, ps.finOK = true, false, bw, rtt, false
+	ps.up, ps.suspended, ps.finOK = true, false, false
+	s.forgetBandwidth(p)
+	ps.rtt, _ = estimate.NewRTT(s.cfg.RTTSamples) // New checked the config
 	for q, other := range s.paths {
 		if other.suspended {
 			s.moveStreams(PathID(q), true)
 		}
 	}
-	s.choose(now, "back")
+	s.back(now, p)
 	s.schedule(now)
 	return s.out, nil
+}
+
+// forgetBandwidth gives path p a fresh bandwidth estimate: what it measured
+// before a silence says nothing of the path after it.
+func (s *Scheduler) forgetBandwidth(p PathID) {
+	s.paths[p].bw, _ = estimate.NewBandwidth(s.cfg.Bandwidth) // New checked the config
 }
 
 // Suspended reports whether path p is suspended.
