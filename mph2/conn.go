@@ -134,11 +134,18 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 	if c.conns == nil {
 		c.conns = make(map[connKey]*pathConn)
 	}
-	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now(), trusted: c.h2c[k]}
+	pc := c.dialBehind(context.Background(), i, u, c.h2c[k], c.dialTimeout())
 	c.conns[k] = pc
+	return pc
+}
+
+// dialBehind dials path i to u's server in the background, within timeout
+// and ctx; pc.ready closes when it is done.
+func (c *Client) dialBehind(ctx context.Context, i int, u *url.URL, trusted bool, timeout time.Duration) *pathConn {
+	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now(), trusted: trusted}
 	go func() {
 		defer close(pc.ready)
-		ctx, cancel := context.WithTimeout(context.Background(), c.dialTimeout())
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		pc.err = c.dial(ctx, i, u, pc)
 		if pc.err != nil {
@@ -146,6 +153,26 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 		}
 	}()
 	return pc
+}
+
+// dialFresh dials a new connection for path i to u's server beside the one
+// the Client keeps (adopt replaces that one once the new one works).
+func (c *Client) dialFresh(ctx context.Context, i int, u *url.URL, timeout time.Duration) *pathConn {
+	c.mu.Lock()
+	trusted := c.h2c[keyOf(i, u)]
+	c.mu.Unlock()
+	return c.dialBehind(ctx, i, u, trusted, timeout)
+}
+
+// adopt makes pc path i's connection for u's server in place of old, so
+// the next download uses it; not if the Client has moved on from old.
+func (c *Client) adopt(i int, u *url.URL, old, pc *pathConn) {
+	k := keyOf(i, u)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns[k] == old {
+		c.conns[k] = pc
+	}
 }
 
 // forget removes pc, path i's connection for u's server, from the Client:

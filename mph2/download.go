@@ -31,6 +31,7 @@ const (
 	evResume   // a silent path answered or delivered again
 	evHanded   // the first response went to the caller (Options.HandOver)
 	evRedialed // a lost path's new connection is ready (or failed): pc
+	evFresh    // a suspended path's fresh connection is ready: pc, beside old
 )
 
 // event is what the helper goroutines report to the owner.
@@ -51,8 +52,10 @@ type event struct {
 	rtt time.Duration
 	err error
 	// The connection a path event is about (evRTT, evPathDown, evSuspend,
-	// evResume, evRedialed): one replaced by a redial is past news.
+	// evResume, evRedialed, evFresh): one replaced by a redial is past news.
 	pc *pathConn
+	// evFresh: the suspended connection pc is to replace.
+	old *pathConn
 }
 
 // stream is the owner's record of one request.
@@ -103,6 +106,9 @@ type download struct {
 	redialing []bool
 	backoffs  []backoff
 	redials   []int
+	// A suspended path is dialed afresh (refresh) until freshStop[p] is
+	// called: it is back, replaced, lost or down.
+	freshStop []context.CancelFunc
 	refused   []string // why a path was refused for this server
 	// switchFirst[k] is when the path of the scheduler's k-th Switch first
 	// delivered after it; zero until then.
@@ -132,7 +138,7 @@ func newDownload(ctx context.Context, c *Client, u *url.URL, w io.WriterAt, o Op
 		streams: make(map[multipath.StreamID]*stream),
 		conns:   make([]*pathConn, n), data0: make([]int64, n), gone: make([]int64, n), body: make([]int64, n),
 		down: make([]bool, n), errs: make([]string, n), refused: make([]string, n),
-		redialing: make([]bool, n), backoffs: make([]backoff, n), redials: make([]int, n),
+		redialing: make([]bool, n), backoffs: make([]backoff, n), redials: make([]int, n), freshStop: make([]context.CancelFunc, n),
 		suspensions: make([]int, n), suspendedAt: make([]time.Time, n), suspended: make([]time.Duration, n), progress: start}
 	d.parent = ctx
 	d.ctx, d.stopC = context.WithCancel(ctx)
@@ -213,8 +219,11 @@ func (d *download) run() (*Result, error) {
 // handle feeds one event to the scheduler and executes what it decides.
 func (d *download) handle(ev event) error {
 	now := time.Now()
-	if ev.kind == evRedialed {
+	switch ev.kind {
+	case evRedialed:
 		return d.redialed(now, ev.path, ev.pc)
+	case evFresh:
+		return d.refreshed(now, ev.path, ev.pc, ev.old)
 	}
 	if ev.pc != nil && (ev.pc != d.conns[ev.path] || d.redialing[ev.path]) {
 		return nil // about a connection that died and is being replaced
@@ -388,6 +397,7 @@ func (d *download) pathDown(now time.Time, p int, cause error) error {
 	if cause != nil {
 		d.errs[p] = cause.Error()
 	}
+	d.endSuspension(now, p)
 	d.drop(p)
 	acts, err := d.s.OnPathDown(now, multipath.PathID(p))
 	if err != nil {
@@ -419,23 +429,27 @@ func (d *download) lost(now time.Time, p int, cause error) error {
 	if d.conns[p].err != nil {
 		return d.pathDown(now, p, cause)
 	}
-	d.redialing[p] = true
 	if cause != nil {
 		d.errs[p] = cause.Error()
 	}
-	if !d.suspendedAt[p].IsZero() { // the outage is a loss now
-		d.suspended[p] += now.Sub(d.suspendedAt[p])
-		d.suspendedAt[p] = time.Time{}
+	if err := d.unplug(now, p); err != nil {
+		return err
 	}
+	return d.redial(now, p)
+}
+
+// unplug closes path p's connection for a new one: its suspension ends
+// (the outage is a loss now), and the ranges it kept go to the paths that
+// are up or wait for it (OnPathLost).
+func (d *download) unplug(now time.Time, p int) error {
+	d.redialing[p] = true
+	d.endSuspension(now, p)
 	d.drop(p)
 	acts, err := d.s.OnPathLost(now, multipath.PathID(p))
 	if err != nil {
 		return err
 	}
-	if err := d.exec(acts, nil); err != nil {
-		return err
-	}
-	return d.redial(now, p)
+	return d.exec(acts, nil)
 }
 
 // redial dials lost path p again after its backoff, or gives the path up
@@ -517,6 +531,7 @@ func (d *download) suspend(now time.Time, p int, cause error) error {
 	if err != nil {
 		return err
 	}
+	d.refresh(now, p)
 	return d.exec(acts, nil)
 }
 
@@ -525,8 +540,7 @@ func (d *download) resume(now time.Time, p int) error {
 	if d.suspendedAt[p].IsZero() {
 		return nil
 	}
-	d.suspended[p] += now.Sub(d.suspendedAt[p])
-	d.suspendedAt[p] = time.Time{}
+	d.endSuspension(now, p)
 	acts, err := d.s.OnPathResume(now, multipath.PathID(p))
 	if err != nil {
 		return err
