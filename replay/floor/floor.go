@@ -46,6 +46,44 @@ type Path struct {
 	// Setup is the round trips before the path carries a request: 2 for TCP
 	// and a full TLS 1.3 handshake, 1 for cleartext HTTP/2.
 	Setup int
+	// Window, if > 0, adds TCP's slow start: the packets the path's sender
+	// may have delivered in the round trip from its first response byte
+	// (arrival(0)) on, at most its initial window plus the handshake's
+	// packets acknowledged by then; each later round trip at most twice
+	// the one before (upTo). Segment is the body bytes a packet carries at
+	// most. 0: the rate from the first byte on, as without slow start.
+	Window  int
+	Segment int
+}
+
+// upTo is the most body bytes the path can have delivered by t. Without a
+// window, any number (the rate binds in the flow). With one: the sender's
+// window grows by at most one packet per packet acknowledged (slow start),
+// and a packet's acknowledgement comes a round trip after it was sent, so
+// the packets sent by t are at most the initial window plus twice those
+// sent by t - RTT; its first request's bytes leave no sooner than the
+// request arrives, so by the end of the k-th round trip from arrival(0)
+// the path has delivered at most Window * (2^(k+1) - 1) packets, and from
+// the start of any round trip on at most Rate more a second.
+func (p Path) upTo(t time.Duration) float64 {
+	if p.Window <= 0 {
+		return math.Inf(1)
+	}
+	x := (t - p.arrival(0)).Seconds()
+	if x <= 0 {
+		return 0
+	}
+	rtt, seg := p.RTT.Seconds(), float64(p.Window)*float64(p.Segment)
+	k := math.Floor(x / rtt)
+	most := seg * (math.Exp2(k+1) - 1)
+	for j := 0.0; j <= k; j++ {
+		before := seg * (math.Exp2(j) - 1) // by the start of round trip j
+		if before >= most {
+			break // later round trips start above what is already bound
+		}
+		most = min(most, before+p.Rate*(x-j*rtt))
+	}
+	return most
 }
 
 // arrival is the earliest a byte of a response asked for at ready can reach
@@ -114,6 +152,9 @@ func (c Config) validate() error {
 	for i, p := range c.Paths {
 		if !(p.Rate > 0) || math.IsInf(p.Rate, 0) || p.RTT < 0 || p.Setup < 0 {
 			return fmt.Errorf("floor: path %s: want a finite rate above 0, an RTT and setup round trips of at least 0", p.Name)
+		}
+		if p.Window < 0 || p.Window > 0 && (p.Segment <= 0 || p.RTT <= 0) {
+			return fmt.Errorf("floor: path %s: a window wants a segment size and an RTT above 0", p.Name)
 		}
 		s := c.share(i)
 		if !(s >= 0 && s <= 1) {
@@ -273,6 +314,14 @@ func alone(paths []Path, ready time.Duration, size int64) time.Duration {
 	panic("unreachable")
 }
 
+// capacity rounds a bound in bytes up to an edge's capacity.
+func capacity(b float64) int64 {
+	if b >= math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return int64(math.Ceil(b))
+}
+
 // links finds, by bisection to 1 µs, the earliest time by which the paths
 // can have delivered every byte of the counted objects (fits), and returns
 // the latest time found not to fit, so that the answer stays a lower bound.
@@ -299,6 +348,15 @@ func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error)
 	}
 	slowest := slices.MinFunc(c.Paths, func(a, b Path) int { return cmp.Compare(a.Rate, b.Rate) })
 	hi += time.Duration(math.Ceil(float64(total)/slowest.Rate*1e9)) + time.Microsecond
+	for _, path := range c.Paths {
+		// A window below the rate's round trip of bytes doubles to it
+		// within that many round trips; each such round trip loses at most
+		// one round trip at the rate.
+		if path.Window > 0 {
+			grow := math.Log2(max(1, path.Rate*path.RTT.Seconds()/(float64(path.Window)*float64(path.Segment))))
+			hi += time.Duration(math.Ceil(grow)+2) * path.RTT
+		}
+	}
 	if !fits(p, c, ready, in, total, counted, hi) {
 		return 0, fmt.Errorf("floor: page %s: the pinned objects' bytes exceed a path's cap", p.Name)
 	}
@@ -340,16 +398,33 @@ func fits(p *page.Page, c Config, ready []time.Duration, in []bool, total, count
 		slices.Sort(releases)
 		releases = slices.Compact(releases)
 		slot := make(map[time.Duration]int, len(releases))
+		// With a window, the bytes of the slots up to each end pass
+		// through a chain whose links carry at most what the path can
+		// have delivered by then (upTo).
+		chain := -1
 		for j, a := range releases {
 			slot[a] = g.node()
 			end := t
 			if j+1 < len(releases) {
 				end = releases[j+1]
 			}
-			g.edge(slot[a], node, int64(math.Ceil(path.Rate*(end-a).Seconds())))
+			out := node
+			if path.Window > 0 {
+				link := g.node()
+				if chain >= 0 {
+					g.edge(chain, link, math.MaxInt64)
+				}
+				chain = g.node()
+				g.edge(link, chain, capacity(path.upTo(end)))
+				out = link
+			}
+			g.edge(slot[a], out, int64(math.Ceil(path.Rate*(end-a).Seconds())))
 			if j > 0 {
 				g.edge(slot[releases[j-1]], slot[a], math.MaxInt64)
 			}
+		}
+		if chain >= 0 {
+			g.edge(chain, node, math.MaxInt64)
 		}
 		for o, r := range ready {
 			if s, ok := slot[path.arrival(r)]; ok && in[o] && p.Objects[o].Size > 0 && c.may(o, i) {

@@ -276,3 +276,46 @@ func TestRandomPlacementsAboveBound(t *testing.T) {
 		}
 	}
 }
+
+// Slow start (Path.Window): 10 packets of 1000 bytes in the first round
+// trip. One 125000-byte document on cheap: its first byte at 240 ms, at
+// most 10000 bytes by 320 ms, 30000 by 400, 70000 by 480, then the rate
+// (1250 bytes a ms): 125000 at 524 ms, where the rate alone gave 340 ms.
+// By 700 ms: 150000 by 560 (the fourth round trip's 80 packets are fewer
+// than the rate's 100), then the rate: 325000.
+func TestWindowOnePath(t *testing.T) {
+	slow := cheap
+	slow.Window, slow.Segment = 10, 1000
+	p := graph(t, 125000, 0, false)
+	near(t, "PLT, no window", bound(t, p, Config{Paths: []Path{cheap}}).PLT, 340*ms)
+	r := bound(t, p, Config{Paths: []Path{slow}})
+	near(t, "critical", r.Critical, 340*ms)
+	near(t, "PLT, slow start", r.PLT, 524*ms)
+	for _, tc := range []struct {
+		at   time.Duration
+		want float64
+	}{{240 * ms, 0}, {244 * ms, 5000}, {300 * ms, 10000}, {320 * ms, 10000}, {400 * ms, 30000}, {481 * ms, 71250}, {700 * ms, 325000}} {
+		if got := slow.upTo(tc.at); got < tc.want-1e-6 || got > tc.want+1e-6 {
+			t.Errorf("upTo(%v) = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	// A window as large as a round trip at the rate changes nothing.
+	wide := cheap
+	wide.Window, wide.Segment = 100, 1000
+	near(t, "PLT, window of 100000 bytes", bound(t, p, Config{Paths: []Path{wide}}).PLT, 340*ms)
+	if _, err := Bound(p, Config{Paths: []Path{{Name: "x", Rate: 1, RTT: ms, Window: 10}}}); err == nil {
+		t.Error("a window without a segment size: no error")
+	}
+}
+
+// TestTwoPathsCap's page with both paths in slow start: with at most 25 %
+// of the 137500 bytes on exp, cheap carries at least 103125 bytes; by
+// 480 ms at most 70000 (as TestWindowOnePath), the rest at the rate:
+// 506.5 ms, where the rate alone gave 322.5 ms. exp's 34375 fit its window
+// by 104 ms.
+func TestWindowTwoPathsCap(t *testing.T) {
+	p := graph(t, 12500, 0, false, 125000)
+	e, c := exp, cheap
+	e.Window, e.Segment, c.Window, c.Segment = 10, 1000, 10, 1000
+	near(t, "PLT, 25 % on exp, slow start", bound(t, p, Config{Paths: []Path{e, c}, MaxShare: []float64{0.25}}).PLT, 506500*time.Microsecond)
+}

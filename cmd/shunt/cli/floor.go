@@ -20,7 +20,7 @@ import (
 
 var floorCmd = &Command{
 	Name:  "floor",
-	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--compute] [--dcl] [--urgent-on PATH] [--rest-on PATH]",
+	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--window N] [--compute] [--dcl] [--urgent-on PATH] [--rest-on PATH]",
 	Short: "lower bounds on a scenario's page load times from the pages' graphs and the paths' rates and RTTs (package replay/floor)",
 }
 
@@ -44,6 +44,7 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	dcl := fs.Bool("dcl", false, "bound the DOMContentLoaded analogue instead: every activity of the urgent objects (hints.FromPage: document, style sheets, parser-blocking scripts) done")
 	urgentOn := fs.String("urgent-on", "", "add a column for one placement: the urgent objects (hints.FromPage) on `PATH` only (no cap)")
 	restOn := fs.String("rest-on", "", "... and the other objects on `PATH` only")
+	window := fs.Int("window", 0, "add TCP's slow start: at most `N` full-size packets in each path's first round trip of response bytes (its initial window plus the handshake's packets acknowledged), each later round trip at most twice the one before; 0: the rate from the first byte on")
 	headers := fs.Int("headers", 52, "header bytes of a full-size packet (IPv4 20 + TCP 20 + timestamps 12): a path's rate carries body in at most MTU-headers bytes of every MTU")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -67,6 +68,7 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 		if paths[i], err = floorPath(ps, *setup, *headers); err != nil {
 			return fmt.Errorf("condition %s: %w", cond.Name, err)
 		}
+		paths[i].Window, paths[i].Segment = *window, testbed.MTU-*headers
 	}
 	pathIndex := func(name string) (int, error) {
 		i := slices.IndexFunc(paths, func(p floor.Path) bool { return p.Name == name })
@@ -92,8 +94,8 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	if *dcl {
 		what = "the DOMContentLoaded analogue"
 	}
-	fmt.Fprintf(stdout, "# %s, condition %s: lower bounds on %s (s), setup %d RTT, compute %v, body at most %d of every %d bytes on the wire\n",
-		sc.Name, cond.Name, what, *setup, *compute, testbed.MTU-*headers, testbed.MTU)
+	fmt.Fprintf(stdout, "# %s, condition %s: lower bounds on %s (s), setup %d RTT, compute %v, body at most %d of every %d bytes on the wire, slow start from %d packets (0: none)\n",
+		sc.Name, cond.Name, what, *setup, *compute, testbed.MTU-*headers, testbed.MTU, *window)
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "# path %s: %.0f bytes/s, RTT %v\n", p.Name, p.Rate, p.RTT)
 	}

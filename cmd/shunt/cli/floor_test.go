@@ -61,6 +61,7 @@ func TestFloorRefuses(t *testing.T) {
 		{[]string{"hints-latency", "--condition", "loss"}, `no condition "loss"`},
 		{[]string{"hints-latency", "--headers", "1500"}, "1500 header bytes"},
 		{[]string{"hints-latency", "--expensive", "exp", "--share", "-0.5"}, "share -0.5 out of [0, 1]"},
+		{[]string{"hints-latency", "--window", "-1"}, "a window wants a segment size"},
 	} {
 		var out, errs bytes.Buffer
 		if err := runFloor(c.args, &out, &errs); err == nil || !strings.Contains(err.Error(), c.want) {
