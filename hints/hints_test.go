@@ -337,7 +337,7 @@ func TestParseErrors(t *testing.T) {
 		{"urgent -> path=fast tail=0", "x.rules line 1: tail=0: leave it out"},
 		{"urgent -> path=fast fast", "x.rules line 1: unknown action \"fast\""},
 		{" -> path=fast", "x.rules line 1: no matcher before ->"},
-		{"urgent -> path=fast\npolicy late", "x.rules line 2: the policy line must come before the rules"},
+		{"urgent -> path=fast\npolicy late", "x.rules line 2: the policy line must come first"},
 		{"policy a b\n* -> path=fast", "x.rules line 1: policy name \"a b\""},
 		{"foo -> path=fast", "x.rules line 1: unknown matcher \"foo\""},
 		{"* -> path=cheap\nurgent -> path=fast hedge tail=16KB", "x.rules line 2: hedge and tail=N on one rule"},
@@ -345,6 +345,20 @@ func TestParseErrors(t *testing.T) {
 		{"urgent -> path=fast hedge copies=0%", "x.rules line 1: \"0%\": want a percentage"},
 		{"urgent -> path=fast hedge copies=10", "x.rules line 1: \"10\": want a percentage"},
 		{"urgent -> path=fast hedge=1", "x.rules line 1: unknown action \"hedge=1\""},
+		{"gather 2ms\ngather 3ms\n* -> path=fast", "x.rules line 2: a second gather line"},
+		{"* -> path=fast\n\ngather 2ms", "x.rules line 3: the gather line must come before the rules"},
+		{"gather 0s\n* -> path=fast", "x.rules line 1: gather \"0s\": want a duration above 0"},
+		{"gather 2s\n* -> path=fast", "x.rules line 1: gather \"2s\": want a duration above 0"},
+		{"gather soon\n* -> path=fast", "x.rules line 1: gather \"soon\": want a duration above 0"},
+		{"gather 2ms\npolicy x\n* -> path=fast", "x.rules line 2: the policy line must come first"},
+		{"cap fast 25\n* -> path=fast", "x.rules line 1: cap fast: \"25\": want a percentage"},
+		{"cap fast 0%\n* -> path=fast", "x.rules line 1: cap fast: \"0%\": want a percentage"},
+		{"cap finish 25%\n* -> path=fast", "x.rules line 1: want cap fast|cheap|NAME P%"},
+		{"cap 25%\n* -> path=fast", "x.rules line 1: want cap fast|cheap|NAME P%"},
+		{"cap fast 25%\ncap fast 20%\n* -> path=fast", "x.rules line 2: a second cap on fast"},
+		{"* -> path=fast\ncap fast 25%", "x.rules line 2: the cap lines must come before the rules"},
+		{"cap fast 25%\npolicy x\n* -> path=fast", "x.rules line 2: the policy line must come first"},
+		{"* -> path=fast share=25%", "x.rules line 1: unknown action \"share=25%\""},
 	} {
 		_, err := Parse("x.rules", tc.text)
 		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
@@ -355,6 +369,9 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseRoundTrip(t *testing.T) {
 	text := `policy mine  # a comment
+gather 1.5ms
+cap fast 30%
+cap wifi 2.5%
 class=image,media size>100KB -> path=cheap tail=32KiB
 urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
 bulk size<1KB -> path=wifi
@@ -365,7 +382,10 @@ class=style -> path=fast hedge copies=7.5%
 		t.Fatal(err)
 	}
 	r := p.Rules[0]
-	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 2 {
+	if p.Gather != 1500*time.Microsecond || !reflect.DeepEqual(p.Caps, []Cap{{"fast", 30}, {"wifi", 2.5}}) {
+		t.Errorf("gather %v, caps %v", p.Gather, p.Caps)
+	}
+	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 5 {
 		t.Errorf("rule 1: %+v", r)
 	}
 	if r := p.Rules[1]; r.MinLoss != 1.5 || r.MaxUrg != 1 || !r.Redundant || r.Budget != 2e6 || !*r.Urgent {
@@ -420,6 +440,7 @@ func FuzzParse(f *testing.F) {
 		p, _ := Preset(n)
 		f.Add(p.String())
 	}
+	f.Add("policy y\ngather 3ms\ncap fast 25%\ncap exp 1%\nurgent -> path=fast redundant\n* -> path=finish tail=2KB budget=10%")
 	f.Add("policy x\nclass=image,font size>=1KB size<=1MiB urgency>=2 loss>=0.5% -> path=cheap tail=1 budget=9")
 	f.Fuzz(func(t *testing.T, text string) {
 		p, err := Parse("fuzz", text)
@@ -463,5 +484,116 @@ func TestLoadFile(t *testing.T) {
 	lossy[1].Loss = 0.03
 	if d := p.Decide(Hint{Document, 30000, 0}, lossy, t0); d != (Decision{Path: 1, Second: 0, Rule: 7}) {
 		t.Errorf("document under loss: %+v", d)
+	}
+}
+
+// cap fast 25%: the fast path takes requests while its bytes stay within a
+// quarter of the load's (known: the page's), so the load's first request
+// may go there; the rest falls back to the cheapest path. Unknown load: a
+// quarter of the bytes placed so far. A redundant copy beyond the cap is
+// not made; CapFits says the same of a tail.
+func TestDecideCap(t *testing.T) {
+	p, err := Parse("c.rules", "cap fast 25%\nurgent -> path=fast redundant\n* -> path=fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, img := Hint{Document, 26000, 0}, Hint{Image, 26000, 2}
+	paths := twoPaths()
+	if d := p.DecideLoad(img, paths, t0, 330000); d.Path != 1 {
+		t.Errorf("first request, 26 KB of a 330 KB load: path %d, want fast", d.Path)
+	}
+	if d := p.DecideLoad(img, paths, t0, 0); d.Path != 0 {
+		t.Errorf("first request, load unknown: path %d, want cheap (100 %% of the bytes placed)", d.Path)
+	}
+	paths[1].Sent = 56500 // 56.5 + 26 = 82.5 KB: exactly 25 % of 330 KB
+	if d := p.DecideLoad(img, paths, t0, 330000); d.Path != 1 {
+		t.Errorf("82.5 KB of 330 KB: path %d, want fast", d.Path)
+	}
+	if !p.CapFits(1, 26000, paths, t0, 330000) || p.CapFits(1, 26001, paths, t0, 330000) || !p.CapFits(0, 1e9, paths, t0, 330000) {
+		t.Error("CapFits: want 26000 more bytes to fit on fast, 26001 not, and cheap uncapped")
+	}
+	paths[1].Sent++
+	if d := p.DecideLoad(img, paths, t0, 330000); d.Path != 0 {
+		t.Errorf("82501 B of 330 KB: path %d, want cheap", d.Path)
+	}
+	// The document goes on cheap, and its redundant copy on fast would
+	// exceed the cap: none.
+	if d := p.DecideLoad(doc, paths, t0, 330000); d.Path != 0 || d.Second != -1 {
+		t.Errorf("document over the cap: %+v, want cheap and no copy", d)
+	}
+	paths[1].Sent = 0
+	if d := p.DecideLoad(doc, paths, t0, 330000); d.Path != 1 || d.Second != 0 {
+		t.Errorf("document within the cap: %+v, want fast and a copy on cheap", d)
+	}
+	// Bytes placed beyond the load's (copies: tails, redundant requests)
+	// do not widen the cap: it stays a share of the load's bytes.
+	paths[0].Sent, paths[1].Sent = 400000, 72500
+	if d := p.DecideLoad(Hint{Image, 10000, 2}, paths, t0, 330000); d.Path != 1 {
+		t.Errorf("82.5 KB on fast, 472.5 KB placed of a 330 KB load: path %d, want fast", d.Path)
+	}
+	if d := p.DecideLoad(Hint{Image, 10001, 2}, paths, t0, 330000); d.Path != 0 {
+		t.Errorf("82501 B on fast, 472.5 KB placed of a 330 KB load: path %d, want cheap", d.Path)
+	}
+	// A cap names a path by name too.
+	q, _ := Parse("n.rules", "cap expensive 10%\n* -> path=expensive")
+	if d := q.DecideLoad(img, twoPaths(), t0, 100000); d.Path != 0 {
+		t.Errorf("26 KB of 100 KB over a 10 %% cap by name: path %d, want cheap", d.Path)
+	}
+}
+
+// capped-tail (and capped, without the tail) spends its quarter of the
+// page on the urgent requests in the order it is asked for them: on dmm (26.4 KB document, 17.6 KB style
+// sheets, 26.4 KB scripts; 330 KB in all), the document and both style
+// sheets fit, a script after them does not; the bulk goes on cheap with a
+// 16 KB tail, which may use what is left (CapFits).
+func TestCappedTailSpendsInOrder(t *testing.T) {
+	p := mustPreset(t, "capped-tail")
+	paths := twoPaths()
+	for i, tc := range []struct {
+		h    Hint
+		want Decision
+	}{
+		{Hint{Document, 26400, 0}, Decision{Path: 1, Second: -1, Rule: 3}},
+		{Hint{Style, 17600, 0}, Decision{Path: 1, Second: -1, Rule: 3}},
+		{Hint{Style, 17600, 0}, Decision{Path: 1, Second: -1, Rule: 3}},
+		{Hint{Script, 26400, 1}, Decision{Path: 0, Second: -1, Rule: 3}},
+		{Hint{Image, 4400, 2}, Decision{Path: 0, Second: -1, Tail: 16000, Rule: 4}},
+	} {
+		d := p.DecideLoad(tc.h, paths, t0, 330000)
+		if d != tc.want {
+			t.Fatalf("request %d (%+v): %+v, want %+v", i, tc.h, d, tc.want)
+		}
+		paths[d.Path].Sent += tc.h.Size
+	}
+	if !p.CapFits(1, 20900, paths, t0, 330000) || p.CapFits(1, 20901, paths, t0, 330000) {
+		t.Errorf("tails: want 20900 more bytes on fast to fit (82.5 KB - 61.6 KB), 20901 not")
+	}
+	if p.Gather != 2*time.Millisecond {
+		t.Errorf("gather %v, want 2ms", p.Gather)
+	}
+}
+
+func TestFirst(t *testing.T) {
+	order := []Hint{
+		{Document, 30000, 0},
+		{Style, 10000, 0},
+		{Script, 5000, 1},
+		{Script, -1, 1},
+		{Font, 1000, 0},
+		{Image, 1000, 2},
+		{Image, 1000, -1},
+		{Other, -1, -1},
+	}
+	for i := range order {
+		for j := range order {
+			// Document and style sheet of the same urgency: the smaller first.
+			want := i < j
+			if i <= 1 && j <= 1 {
+				want = order[i].Size < order[j].Size
+			}
+			if got := First(order[i], order[j]); got != want && i != j {
+				t.Errorf("First(%+v, %+v) = %v, want %v", order[i], order[j], got, want)
+			}
+		}
 	}
 }

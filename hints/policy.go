@@ -2,6 +2,7 @@ package hints
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -75,23 +76,33 @@ func (d Decision) Redundant() bool { return d.Second >= 0 }
 
 // Decide places one request. No path: Decision{Path: -1}.
 func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
+	return p.DecideLoad(h, paths, now, 0)
+}
+
+// DecideLoad is Decide in a load whose bytes the client knows (load > 0,
+// e.g. a page's): the caps are shares of them.
+func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64) Decision {
 	d := Decision{Path: -1, Second: -1}
 	if len(paths) == 0 {
 		return d
 	}
+	size := max(h.Size, 0)
+	capped := func(i int) bool { return !p.CapFits(i, size, paths, now, load) }
 	r, ok := p.match(h, paths)
 	if !ok {
-		d.Path = pick(Finish, h, paths, now, -1, nil)
+		d.Path = pick(Finish, h, paths, now, -1, capped)
+		if d.Path < 0 {
+			d.Path = pick(Finish, h, paths, now, -1, nil)
+		}
 		return d
 	}
 	d.Rule, d.Tail, d.Hedge, d.CopyPct = r.Line, r.Tail, r.Hedge, r.CopyPct
-	size := max(h.Size, 0)
 	var total int64
 	for _, ps := range paths {
 		total += ps.Sent
 	}
 	over := func(i int) bool {
-		if r.Budget > 0 && paths[i].Sent+size > r.Budget {
+		if capped(i) || r.Budget > 0 && paths[i].Sent+size > r.Budget {
 			return true
 		}
 		return r.BudgetPct > 0 && float64(paths[i].Sent+size)*100 > r.BudgetPct*float64(total+size)
@@ -99,8 +110,11 @@ func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
 	d.Path = pick(r.Path, h, paths, now, -1, over)
 	if d.Path < 0 {
 		// Every path of the preference is over its budget: the rule's
-		// fallback is the cheapest path.
-		d.Path = pick(Cheap, h, paths, now, -1, nil)
+		// fallback is the cheapest path the caps allow (any, when they
+		// allow none: the request has to go somewhere).
+		if d.Path = pick(Cheap, h, paths, now, -1, capped); d.Path < 0 {
+			d.Path = pick(Cheap, h, paths, now, -1, nil)
+		}
 	}
 	if r.Redundant && len(paths) > 1 {
 		d.Second = pick(Fast, h, paths, now, d.Path, over)
@@ -112,6 +126,51 @@ func (p *Policy) Decide(h Hint, paths []PathState, now time.Time) Decision {
 		d.Tail, d.Hedge = 0, false
 	}
 	return d
+}
+
+// CapFits reports whether path i may carry n more bytes under the
+// policy's caps (a cap line naming it): its bytes so far (Sent) and n
+// within the cap's share of load when known (> 0), else of the bytes placed
+// so far and n. A known load is the base even once more bytes have been
+// placed: those are copies (tails, redundant requests) of its bytes.
+func (p *Policy) CapFits(i int, n int64, paths []PathState, now time.Time, load int64) bool {
+	total := load
+	if load <= 0 {
+		total = n
+		for _, ps := range paths {
+			total += ps.Sent
+		}
+	}
+	for _, c := range p.Caps {
+		j := slices.IndexFunc(paths, func(ps PathState) bool { return ps.Name == c.Path })
+		if c.Path == Fast || c.Path == Cheap {
+			j = pick(c.Path, Hint{}, paths, now, -1, nil)
+		}
+		if j == i && float64(paths[i].Sent+n)*100 > c.Pct*float64(total) {
+			return false
+		}
+	}
+	return true
+}
+
+// First reports whether a is placed before b when they are gathered
+// (Policy.Gather): urgent classes first, then the lower RFC 9218 urgency
+// (unknown last), then the smaller (unknown last).
+func First(a, b Hint) bool {
+	if a.Urgent() != b.Urgent() {
+		return a.Urgent()
+	}
+	if ua, ub := unknownLast(int64(a.Urgency)), unknownLast(int64(b.Urgency)); ua != ub {
+		return ua < ub
+	}
+	return unknownLast(a.Size) < unknownLast(b.Size)
+}
+
+func unknownLast(v int64) int64 {
+	if v < 0 {
+		return math.MaxInt64
+	}
+	return v
 }
 
 // pick returns the path the preference names among those not excluded

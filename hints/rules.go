@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shunt-net/shunt/content"
 )
@@ -46,9 +47,34 @@ const (
 // request only while its bytes in this load stay within N; else the cheapest
 // path), "budget=P%" (... only while its share of the bytes placed so far,
 // this request's included, stays within P %).
+//
+// Two optional lines may come before the rules (after the policy line):
+//
+//	gather 2ms
+//	cap fast 25%
+//
+// "gather DURATION" places requests asked for within DURATION of the first
+// together, the most urgent first (First), as a browser's scheduler orders
+// what the parser found at once: a capped path's bytes then go to the
+// document, style sheets and blocking scripts before the images found
+// beside them. "cap fast|cheap|NAME P%" (one per path preference) bounds
+// the bytes the path so named carries in the load, its requests, redundant
+// copies, tails and hedges together, to P % of the load's bytes when the
+// client knows them (a page's), else of the bytes placed so far: a request
+// a rule would put there beyond it goes to the rule's next path, else the
+// cheapest path the caps allow, and a copy, tail or hedge beyond it is not
+// made (CapFits).
 type Policy struct {
-	Name  string
-	Rules []Rule
+	Name   string
+	Gather time.Duration
+	Caps   []Cap
+	Rules  []Rule
+}
+
+// Cap bounds a path's share of a load's bytes (a "cap" line).
+type Cap struct {
+	Path string  // fast, cheap or a path's name
+	Pct  float64 // percent of the load's bytes
 }
 
 // Rule is one line of a policy.
@@ -66,7 +92,7 @@ type Rule struct {
 	Redundant bool
 	Tail      int64
 	Budget    int64   // bytes; 0 none
-	BudgetPct float64 // share of the load's bytes, percent; 0 none
+	BudgetPct float64 // share of the bytes placed so far, percent; 0 none
 	Hedge     bool
 	CopyPct   float64 // tails' and hedges' bytes, percent of the bytes placed; 0 none
 }
@@ -137,13 +163,44 @@ func Parse(file, text string) (*Policy, error) {
 		errf := func(format string, args ...any) error {
 			return &LineError{File: file, Line: ln, Msg: fmt.Sprintf(format, args...)}
 		}
+		if v, ok := strings.CutPrefix(line, "cap "); ok {
+			f := strings.Fields(v)
+			if len(p.Rules) > 0 {
+				return nil, errf("the cap lines must come before the rules")
+			}
+			if len(f) != 2 || f[0] == Finish || !validName(f[0]) {
+				return nil, errf("want cap fast|cheap|NAME P%%, got %q", line)
+			}
+			pct, err := parsePercent(f[1])
+			if err != nil {
+				return nil, errf("cap %s: %v", f[0], err)
+			}
+			if slices.ContainsFunc(p.Caps, func(c Cap) bool { return c.Path == f[0] }) {
+				return nil, errf("a second cap on %s", f[0])
+			}
+			p.Caps = append(p.Caps, Cap{f[0], pct})
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "gather "); ok {
+			g, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case p.Gather != 0:
+				return nil, errf("a second gather line")
+			case len(p.Rules) > 0:
+				return nil, errf("the gather line must come before the rules")
+			case err != nil || g <= 0 || g > time.Second:
+				return nil, errf("gather %q: want a duration above 0 and at most 1s, such as 2ms", strings.TrimSpace(v))
+			}
+			p.Gather = g
+			continue
+		}
 		if name, ok := strings.CutPrefix(line, "policy "); ok {
 			name = strings.TrimSpace(name)
 			switch {
 			case p.Name != "":
 				return nil, errf("a second policy line (the policy is %q)", p.Name)
-			case len(p.Rules) > 0:
-				return nil, errf("the policy line must come before the rules")
+			case len(p.Rules) > 0 || p.Gather != 0 || p.Caps != nil:
+				return nil, errf("the policy line must come first")
 			case !validName(name):
 				return nil, errf("policy name %q: want letters, digits, '-', '_' or '.'", name)
 			}
@@ -364,6 +421,12 @@ func (p *Policy) String() string {
 	var b strings.Builder
 	if p.Name != "" {
 		b.WriteString("policy " + p.Name + "\n")
+	}
+	if p.Gather > 0 {
+		b.WriteString("gather " + p.Gather.String() + "\n")
+	}
+	for _, c := range p.Caps {
+		b.WriteString("cap " + c.Path + " " + strconv.FormatFloat(c.Pct, 'g', -1, 64) + "%\n")
 	}
 	for _, r := range p.Rules {
 		b.WriteString(r.String() + "\n")

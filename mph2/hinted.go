@@ -71,9 +71,11 @@ type Hinted struct {
 	// copyCharge is the bytes of the tails and hedges made, each charged
 	// its rest when made, for copies=P% budgets.
 	copyCharge int64
-	ctx        context.Context // the watches'; stop ends it
-	stop       context.CancelFunc
-	probers    sync.WaitGroup
+	// batch is the requests gathered for placing together (Policy.Gather).
+	batch   []gathered
+	ctx     context.Context // the watches'; stop ends it
+	stop    context.CancelFunc
+	probers sync.WaitGroup
 }
 
 type hintedPath struct {

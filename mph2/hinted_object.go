@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -103,12 +104,75 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 	if err := h.awaitFirst(ctx); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	h.mu.Lock()
-	d := h.Policy.Decide(hint, h.states(), now)
+	d := h.decide(hint)
 	if d.Path < 0 {
-		h.mu.Unlock()
 		return nil, errors.New("mph2: the policy chose no path")
+	}
+	now := time.Now()
+	o := &hobject{h: h, d: d, placed: max(hint.Size, 0), learn: hint.Size < 0, rawURL: rawURL, hdr: hdr, req: now, events: make(chan copyDone, 3),
+		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
+	o.cond = sync.NewCond(&o.mu)
+	o.ctx, o.cancel = context.WithCancel(ctx)
+	o.start(d.Path, 0, nil)
+	if d.Redundant() {
+		o.second = o.start(d.Second, 0, nil)
+	}
+	go o.run()
+	return o, nil
+}
+
+// decide places a request by the policy and counts its bytes on the paths
+// it chose: at once, or, when the policy gathers, together with the requests
+// asked for within Policy.Gather of the first of them, the most urgent first
+// (hints.First).
+func (h *Hinted) decide(hint hints.Hint) hints.Decision {
+	h.mu.Lock()
+	if h.Policy.Gather <= 0 {
+		defer h.mu.Unlock()
+		return h.place(hint, time.Now())
+	}
+	w := gathered{hint, make(chan hints.Decision, 1)}
+	h.batch = append(h.batch, w)
+	if len(h.batch) == 1 {
+		time.AfterFunc(h.Policy.Gather, h.placeBatch)
+	}
+	h.mu.Unlock()
+	return <-w.d
+}
+
+// gathered is a request waiting for its batch to be placed.
+type gathered struct {
+	hint hints.Hint
+	d    chan hints.Decision
+}
+
+// placeBatch places the gathered requests, the most urgent first.
+func (h *Hinted) placeBatch() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.batch
+	h.batch = nil
+	slices.SortStableFunc(b, func(x, y gathered) int {
+		switch {
+		case hints.First(x.hint, y.hint):
+			return -1
+		case hints.First(y.hint, x.hint):
+			return 1
+		}
+		return 0
+	})
+	now := time.Now()
+	for _, w := range b {
+		w.d <- h.place(w.hint, now)
+	}
+}
+
+// place decides one request and counts its bytes on the paths chosen;
+// h.mu is held.
+func (h *Hinted) place(hint hints.Hint, now time.Time) hints.Decision {
+	d := h.Policy.DecideLoad(hint, h.states(), now, h.Expect)
+	if d.Path < 0 {
+		return d
 	}
 	placed := max(hint.Size, 0)
 	for _, p := range []int{d.Path, d.Second} {
@@ -120,17 +184,7 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 	if d.Redundant() {
 		h.stats.Redundant++
 	}
-	h.mu.Unlock()
-	o := &hobject{h: h, d: d, placed: placed, learn: hint.Size < 0, rawURL: rawURL, hdr: hdr, req: now, events: make(chan copyDone, 3),
-		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
-	o.cond = sync.NewCond(&o.mu)
-	o.ctx, o.cancel = context.WithCancel(ctx)
-	o.start(d.Path, 0, nil)
-	if d.Redundant() {
-		o.second = o.start(d.Second, 0, nil)
-	}
-	go o.run()
-	return o, nil
+	return d
 }
 
 // start runs one copy of the object on path from offset off (check: see
@@ -293,9 +347,10 @@ func (o *hobject) askRest() bool {
 	for _, hp := range h.paths {
 		sent += hp.sent
 	}
-	if j >= 0 && hints.CopyFits(d.CopyPct, h.copyCharge, max(h.Expect, sent), rest) {
+	if j >= 0 && hints.CopyFits(d.CopyPct, h.copyCharge, max(h.Expect, sent), rest) && h.Policy.CapFits(j, rest, paths, now, h.Expect) {
 		h.stats.Tails++
 		h.copyCharge += rest
+		h.paths[j].sent += rest // the path's bytes, for its cap
 	} else {
 		j = -1
 	}

@@ -151,3 +151,41 @@ func TestHintedRefusesPathBudget(t *testing.T) {
 		t.Fatalf("Start: %v, want the budgeted path refused", err)
 	}
 }
+
+// A policy that gathers places the requests asked for together the most
+// urgent first: an image asked for 20 ms before a style sheet, both within
+// the gathering, leaves the expensive path's share of the load (one of the
+// two objects) to the style sheet. Without gathering, the image, asked for
+// first, takes it.
+func TestHintedGatherPlacesUrgentFirst(t *testing.T) {
+	const size = 20000
+	for _, tc := range []struct {
+		rules                string
+		wantStyle, wantImage int
+	}{
+		{"gather 300ms\ncap exp 50%\n* -> path=exp", 1, 0},
+		{"cap exp 50%\n* -> path=exp", 0, 1},
+	} {
+		h, base := startHinted(t, tc.rules, loopPath("", 0, 0), loopPath("", 0, 0))
+		h.Expect = 2 * size
+		img := make(chan *Got)
+		go func() { img <- getChecked(t, h, base, size, hints.Hint{Class: hints.Image, Size: size, Urgency: 2}) }()
+		time.Sleep(20 * time.Millisecond)
+		style := getChecked(t, h, base, size, hints.Hint{Class: hints.Style, Size: size, Urgency: 0})
+		if g := <-img; style.Path != tc.wantStyle || g.Path != tc.wantImage {
+			t.Errorf("%q: style on path %d, image on %d; want %d, %d", tc.rules, style.Path, g.Path, tc.wantStyle, tc.wantImage)
+		}
+	}
+}
+
+// A tail that would take the expensive path beyond its cap is not made:
+// TestHintedTail's crawling response, with exp capped at 1 % of the load.
+func TestHintedTailWithinCap(t *testing.T) {
+	h, base := startHinted(t, "cap exp 1%\n* -> path=cheap tail=1MB", loopPath("", 60e3, 0), loopPath("", 0, 0))
+	const size = 60000
+	h.Expect = size
+	g := getChecked(t, h, base, size, hints.Hint{Class: hints.Image, Size: size, Urgency: 2})
+	if s := h.Stats(); g.TailPath != -1 || s.Tails != 0 || s.Paths[1].Requests != 0 {
+		t.Errorf("tail on %d, %d tails, %d requests on exp: want none beyond the cap", g.TailPath, s.Tails, s.Paths[1].Requests)
+	}
+}
