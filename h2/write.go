@@ -285,7 +285,8 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 		return batch
 	}
 	c.arena = c.arena[:0]
-	maxFrame := min(int(c.peer.maxFrameSize), maxDataFrame, budget)
+	frameCap := min(int(c.peer.maxFrameSize), maxDataFrame)
+	maxFrame := min(frameCap, budget)
 	for budget > 0 && !c.connBlocked {
 		e, ok := c.sched.Next()
 		if !ok {
@@ -301,8 +302,13 @@ func (c *Conn) collectLocked(batch []wframe, budget int) []wframe {
 		if s.ready > 0 {
 			// The budget may be overshot by one frame (the arena has room):
 			// cutting a response's last frame short would cost it a copy
-			// and an extra frame in the next batch.
+			// and an extra frame in the next batch, and a paced writer's
+			// small batches would put other streams' frames between the
+			// pieces of a response that fits one frame.
 			n := min(s.ready, maxFrame)
+			if s.end && s.ready <= frameCap {
+				n = s.ready
+			}
 			n = int(min(int64(n), st.sendWin.Avail(), c.sendWin.Avail()))
 			if n <= 0 {
 				if st.sendWin.Avail() <= 0 {

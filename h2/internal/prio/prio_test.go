@@ -151,6 +151,26 @@ func TestScheduler(t *testing.T) {
 	}
 }
 
+// A stream that becomes ready while others take turns sends its first
+// frame next, before those that have had a turn (a small response that
+// arrives behind a bulk one: holb), and streams that arrive together keep
+// their order.
+func TestSchedulerNewcomerFirst(t *testing.T) {
+	var s Scheduler
+	es := entries{}
+	inc := Priority{3, true}
+	s.Add(es.of(1), inc)
+	s.Add(es.of(3), inc)
+	if got := serve(&s, map[uint32]int{1: 9, 3: 9}, 3); got != "1 3 1" {
+		t.Fatalf("before the newcomers: %q, want \"1 3 1\"", got)
+	}
+	s.Add(es.of(5), inc)
+	s.Add(es.of(7), inc)
+	if got := serve(&s, map[uint32]int{1: 9, 3: 9, 5: 1, 7: 2}, 6); got != "5 7 3 1 7 3" {
+		t.Fatalf("with newcomers 5 and 7: %q, want \"5 7 3 1 7 3\"", got)
+	}
+}
+
 func TestSchedulerUpdateAndRemove(t *testing.T) {
 	var s Scheduler
 	es := entries{}
@@ -231,6 +251,14 @@ func TestSchedulerModel(t *testing.T) {
 		}
 		if s.Len() != len(model) {
 			t.Fatalf("step %d: Len %d, model %d", i, s.Len(), len(model))
+		}
+		if s.buckets != nil {
+			for u, b := range s.buckets {
+				// The newcomers, served next, lie in rr without wrapping.
+				if b.fresh < 0 || b.next+b.fresh > len(b.rr) || len(b.rr) > 0 && b.next >= len(b.rr) {
+					t.Fatalf("step %d: urgency %d: next %d, fresh %d of %d", i, u, b.next, b.fresh, len(b.rr))
+				}
+			}
 		}
 		for id, e := range es {
 			if _, ok := model[id]; ok != e.Ready() {
