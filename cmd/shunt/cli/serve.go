@@ -20,6 +20,7 @@ import (
 	"github.com/shunt-net/shunt/content"
 	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/hints"
+	"github.com/shunt-net/shunt/internal/gcfloor"
 	"github.com/shunt-net/shunt/server"
 	"github.com/shunt-net/shunt/smig"
 )
@@ -57,6 +58,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mptcp := fs.Bool("mptcp", false, "accept MPTCP connections")
 	headerTimeout := fs.Duration("header-timeout", server.DefaultHeaderTimeout, "close a connection whose TLS handshake, HTTP/1.1 request header, or HTTP/2 preface or header block takes longer than `DURATION` (slow headers, slowloris)")
 	sendTimeout := fs.Duration("send-timeout", server.DefaultSendTimeout, "drop an HTTP/2 stream whose client takes none of its body (no WINDOW_UPDATE), or a connection it does not read, for `DURATION`")
+	gcFloor := fs.Int("gc-floor", 32<<20, "keep the Go heap's collection goal at least `BYTES` (GOGC raised while the live heap is under half of it): the start of many connections then brings no collection; 0: Go's default (4 MB)")
 	debugAddr := fs.String("debug-addr", "", "serve the process's figures on `HOST:PORT` (/debug/vars: goroutines, memory; /debug/pprof/), for soak tests")
 	smigFlag := fs.String("smig", "", "enable SMig stream migration with `POLICY`: nomig, migsw[:BYTES], migsp[:BYTES] (nomig still serves clients that migrate)")
 	steer := fs.String("steer", "", "steer responses across an SMig client's connections on several paths (issue 19) by the hints `POLICY` (a preset: urgent-fast, urgent-fast-share, ... or a rule file); needs --steer-path; implies --smig nomig")
@@ -88,6 +90,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *lowat < 0 {
 		return fmt.Errorf("--notsent-lowat %d: must not be negative", *lowat)
 	}
+	if *gcFloor < 0 {
+		return fmt.Errorf("--gc-floor %d: must not be negative", *gcFloor)
+	}
+	defer gcfloor.Keep(uint64(*gcFloor))()
 	var steerer *server.Steerer
 	if (*steer == "") != (len(steerPaths) == 0) {
 		return errors.New("--steer and --steer-path go together")
