@@ -232,14 +232,7 @@ func TestClientCancel(t *testing.T) {
 }
 
 func TestClientRetryAfterGoAway(t *testing.T) {
-	served := make(chan *Conn, 1)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case served <- r.Context().Value(ConnContextKey).(*Conn):
-		default:
-		}
-		testHandler().ServeHTTP(w, r)
-	})
+	h, served := servedConn(testHandler())
 	ts := startServer(t, h, Config{}, false)
 	tr := newTestTransport(ts)
 	defer tr.CloseIdleConnections()

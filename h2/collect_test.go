@@ -2,8 +2,11 @@ package h2
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/shunt-net/shunt/h2/internal/prio"
 )
@@ -57,4 +60,60 @@ func frames(b []wframe) []string {
 		out = append(out, itoa64(int64(f.id))+":"+itoa64(int64(len(f.data))))
 	}
 	return out
+}
+
+// TestClosedConnReturnsWriteKit: a connection closed while its writer runs
+// gives the writer's kit back (h2load closes 100 connections at the end of
+// a run and opens 100 new ones, which otherwise took new kits).
+func TestClosedConnReturnsWriteKit(t *testing.T) {
+	h, conns := servedConn(testHandler())
+	// A grace far longer than the test: the writer is running at the close.
+	ts := startServer(t, h, Config{writerGrace: time.Minute}, false)
+	tr := newTestTransport(ts)
+	res, err := tr.RoundTrip(mustRequest(t, ts.url("/gen/5")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	c := <-conns
+	c.mu.Lock()
+	running := c.writerRunning
+	c.mu.Unlock()
+	if !running {
+		t.Fatal("the writer ended before the close; the test needs it running")
+	}
+	tr.CloseIdleConnections()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server connection did not end after the client closed")
+	}
+	c.writers.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kit != nil || c.bw != nil {
+		t.Fatal("the closed connection still holds its write kit")
+	}
+}
+
+func mustRequest(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// servedConn wraps h to pass on the first request's connection.
+func servedConn(h http.Handler) (http.Handler, <-chan *Conn) {
+	conns := make(chan *Conn, 1)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case conns <- r.Context().Value(ConnContextKey).(*Conn):
+		default:
+		}
+		h.ServeHTTP(w, r)
+	}), conns
 }

@@ -53,7 +53,20 @@ type wframe struct {
 func (c *Conn) writeLoop() {
 	defer c.writers.Done()
 	c.takeWriteBuffers()
-	var batch []wframe
+	batch := c.kit.batch
+	owned := true // false once the idle writer gave its kit back
+	defer func() {
+		// A closed connection's kit goes back to the pool too: h2load's
+		// runs close 100 connections and open 100 new ones, which took
+		// new kits (~7 KB each, and their batches grown anew) while the
+		// closed ones' became garbage. Every other exit follows close,
+		// after which no writer starts.
+		if owned {
+			c.mu.Lock()
+			c.putWriteBuffersLocked(batch)
+			c.mu.Unlock()
+		}
+	}()
 	dirty, yielded := false, false
 	for {
 		c.mu.Lock()
@@ -95,7 +108,8 @@ func (c *Conn) writeLoop() {
 				c.writerRunning = false
 				c.busy.Add(-1)
 				c.nudgeLocked()
-				c.putWriteBuffersLocked()
+				c.putWriteBuffersLocked(batch)
+				owned = false
 				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
 				c.dropFreeLocked()
 				c.streams.shrink()
@@ -225,6 +239,8 @@ type writeKit struct {
 	// 100 new connections allocated, and brought garbage collections at
 	// the start of every run (issue 18's p99 at -c 100).
 	arena *[writeBatchBudget + maxDataFrame]byte
+	// batch is the writer's batch array, empty, kept grown.
+	batch []wframe
 }
 
 var writeKits = sync.Pool{New: func() any {
@@ -249,9 +265,12 @@ func (c *Conn) takeWriteBuffers() {
 	}
 }
 
-// putWriteBuffersLocked returns the kit once the writer has flushed; the
-// lock orders this against the next writer's takeWriteBuffers.
-func (c *Conn) putWriteBuffersLocked() {
+// putWriteBuffersLocked returns the kit, with the writer's batch array,
+// once the writer has flushed; the lock orders this against the next
+// writer's takeWriteBuffers.
+func (c *Conn) putWriteBuffersLocked(batch []wframe) {
+	clear(batch) // frames a failed write left
+	c.kit.batch = batch[:0]
 	c.kit.bw.Reset(sendClock{}, nil)
 	writeKits.Put(c.kit)
 	c.kit, c.bw, c.arena = nil, nil, nil
