@@ -152,6 +152,18 @@ func (d *download) stop() {
 		st.cancel() // the first one's context is not d.ctx's
 	}
 	d.wg.Wait()
+	// A fresh connection sent but not taken (the download ended first) is
+	// no one's: the Client adopts one only when it replaces a path's.
+	for {
+		select {
+		case ev := <-d.events:
+			if ev.kind == evFresh {
+				ev.pc.close()
+			}
+		default:
+			return
+		}
+	}
 }
 
 // send hands an event to the owner unless the download is over.
