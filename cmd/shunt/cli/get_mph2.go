@@ -32,6 +32,18 @@ type multipathOptions struct {
 	budgets       map[string]int64 // path label: bytes
 }
 
+// interactiveMoves ends the --mode usage of get and proxy: how an
+// interactive download or response moves between paths.
+const interactiveMoves = "and one more of at most 512 KiB while a move to it is confirmed; then the rest moves at most once, to a path that would finish it sooner; " +
+	"a path that goes silent hands the rest over at once, and that forced move does not count: a path back from silence is probed again)"
+
+// handoverAfterUsage is --handover-after's usage in get and proxy, its
+// value named placeholder.
+func handoverAfterUsage(placeholder string) string {
+	return "--mode handover: move on when the path in use has delivered nothing for `" + placeholder +
+		"`; aggregate and interactive: a path silent this long while another is heard from gives up its ranges"
+}
+
 func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
 	fs.Func("path", "download over this path too (repeatable; MP-H2): an interface or a source address, "+
 		"`IFACE_OR_ADDR[=MAPADDR]`; MAPADDR (HOST or HOST:PORT) is the server this path asks instead of the URL's", func(v string) error {
@@ -46,9 +58,8 @@ func (m *multipathOptions) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&m.noPipelining, "no-pipelining", false, "request a path's next chunk only when its current one is complete")
 	fs.StringVar(&m.mode, "mode", "aggregate", "how the paths are used: aggregate (all at once), handover (the first path; the next only while it fails or stalls) "+
 		"or interactive (each download on the path expected to finish it first; a path with no bandwidth estimate from the last 10 s gets one probe range of the tail, at most 512 KiB, "+
-		"and one more of at most 512 KiB while a move to it is confirmed; then the rest moves at most once, to a path that would finish it sooner; "+
-		"a path that goes silent hands the rest over at once, and that forced move does not count: a path back from silence is probed again)")
-	fs.DurationVar(&m.handoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `DURATION`; aggregate and interactive: a path silent this long while another is heard from gives up its ranges")
+		interactiveMoves)
+	fs.DurationVar(&m.handoverAfter, "handover-after", multipath.DefaultHandoverAfter, handoverAfterUsage("DURATION"))
 	budgetFlag(fs, &m.budgets, "in the download (PATH is the --path's interface or address)")
 }
 

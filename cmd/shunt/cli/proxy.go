@@ -46,9 +46,8 @@ func parseProxyArgs(args []string, stderr io.Writer) (proxy.Config, error) {
 	})
 	mode := fs.String("mode", "aggregate", "how responses use the paths: aggregate (large ones split over all), handover (the first path; the next only while it fails or stalls) "+
 		"or interactive (each response on the path expected to finish it first; a path with no bandwidth estimate for the origin from the last 10 s gets one probe range of the tail, at most 512 KiB, "+
-		"and one more of at most 512 KiB while a move to it is confirmed; then the rest moves at most once, to a path that would finish it sooner; "+
-		"a path that goes silent hands the rest over at once, and that forced move does not count: a path back from silence is probed again)")
-	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, "--mode handover: move on when the path in use has delivered nothing for `D`; aggregate and interactive: a path silent this long while another is heard from gives up its ranges")
+		interactiveMoves)
+	fs.DurationVar(&cfg.HandoverAfter, "handover-after", multipath.DefaultHandoverAfter, handoverAfterUsage("D"))
 	var budgets map[string]int64
 	budgetFlag(fs, &budgets, "over the proxy's life, every response it serves together (PATH is the --path's NAME; "+
 		"requests passed through unsplit and CONNECT tunnels never go on a budgeted path)")
