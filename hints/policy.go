@@ -134,6 +134,9 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 // so far and n. A known load is the base even once more bytes have been
 // placed: those are copies (tails, redundant requests) of its bytes.
 func (p *Policy) CapFits(i int, n int64, paths []PathState, now time.Time, load int64) bool {
+	if len(p.Caps) == 0 { // Decide asks for every path of every request
+		return true
+	}
 	total := load
 	if load <= 0 {
 		total = n
@@ -142,9 +145,11 @@ func (p *Policy) CapFits(i int, n int64, paths []PathState, now time.Time, load 
 		}
 	}
 	for _, c := range p.Caps {
-		j := slices.IndexFunc(paths, func(ps PathState) bool { return ps.Name == c.Path })
+		var j int
 		if c.Path == Fast || c.Path == Cheap {
 			j = pick(c.Path, Hint{}, paths, now, -1, nil)
+		} else {
+			j = slices.IndexFunc(paths, func(ps PathState) bool { return ps.Name == c.Path })
 		}
 		if j == i && float64(paths[i].Sent+n)*100 > c.Pct*float64(total) {
 			return false
