@@ -57,6 +57,21 @@ func (p Path) Label(i int) string {
 	return fmt.Sprintf("path%d", i)
 }
 
+// PassThroughPaths returns, in order, the indexes of the paths that may
+// carry traffic the scheduler does not size (a response passed through
+// whole, a proxy's tunnel): those without a byte budget, as nothing would
+// bound such traffic on a budgeted path. skipped names each path left out.
+func PassThroughPaths(paths []Path) (use []int, skipped []error) {
+	for i, p := range paths {
+		if p.Budget > 0 {
+			skipped = append(skipped, fmt.Errorf("path %s: has a byte budget", p.Label(i)))
+			continue
+		}
+		use = append(use, i)
+	}
+	return use, skipped
+}
+
 // dialer returns the function that opens this path's TCP connections.
 func (p Path) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if p.Dial != nil {

@@ -137,12 +137,8 @@ func rangeable(h http.Header) bool {
 // connection to the server works: a response passed through is not sized
 // by the scheduler, so nothing would bound it on a budgeted path.
 func (t *Transport) passThrough(req *http.Request) (*http.Response, error) {
-	var errs []error
-	for i, p := range t.Client.Paths {
-		if p.Budget > 0 {
-			errs = append(errs, fmt.Errorf("path %s: has a byte budget", p.Label(i)))
-			continue
-		}
+	use, errs := PassThroughPaths(t.Client.Paths)
+	for _, i := range use {
 		pc := t.Client.conn(i, req.URL)
 		select {
 		case <-pc.ready:

@@ -222,17 +222,13 @@ func (r *Running) Wait() error {
 // the application's, which no budget could bound.
 func firstPath(paths []mph2.Path) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var errs []error
-		for i, p := range paths {
-			if p.Budget > 0 {
-				errs = append(errs, fmt.Errorf("path %s: has a byte budget", p.Label(i)))
-				continue
-			}
-			c, err := p.DialContext(ctx, network, addr)
+		use, errs := mph2.PassThroughPaths(paths)
+		for _, i := range use {
+			c, err := paths[i].DialContext(ctx, network, addr)
 			if err == nil {
 				return c, nil
 			}
-			errs = append(errs, fmt.Errorf("path %s: %w", p.Label(i), err))
+			errs = append(errs, fmt.Errorf("path %s: %w", paths[i].Label(i), err))
 			if ctx.Err() != nil {
 				break
 			}
