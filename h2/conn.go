@@ -143,6 +143,9 @@ type Conn struct {
 	// tell a busy connection without the lock; waitState is park.go's.
 	busy      atomic.Int32
 	waitState atomic.Int32
+	// dataIn counts DATA payload read (DataReceived), a frame read in
+	// pieces piece by piece.
+	dataIn atomic.Int64
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.
@@ -369,6 +372,13 @@ func (c *Conn) Err() error {
 	}
 	return c.err
 }
+
+// DataReceived is the DATA payload, padding included, read from the peer
+// so far: each piece of a frame read in pieces as it is read, so a
+// connection closed in the middle of a frame counts the bytes of it that
+// reached a body (a count taken from Trace, which sees whole frames,
+// misses them).
+func (c *Conn) DataReceived() int64 { return c.dataIn.Load() }
 
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.nc }

@@ -55,6 +55,7 @@ func (c *Conn) readDataInPieces(h []byte) (bool, error) {
 		k, err := c.rsrc.Read(buf[:min(left, len(buf))])
 		if k > 0 {
 			left -= k
+			c.dataIn.Add(int64(k))
 			if pt != nil {
 				pt.b = append(pt.b, buf[:k]...)
 				if left == 0 { // before the reader can see the body's end

@@ -93,6 +93,9 @@ func (c *Conn) readFrames() bool {
 			if c.cfg.Trace != nil {
 				c.cfg.Trace(Recv, f)
 			}
+			if df, ok := f.(*http2.DataFrame); ok {
+				c.dataIn.Add(int64(df.Length))
+			}
 		}
 		if uf, ok := f.(*http2.UnknownFrame); ok {
 			if c.hb.active {

@@ -32,8 +32,7 @@ type pathConn struct {
 	err   error
 	h2    *h2.ClientConn
 	h1    h1Transport
-	proto string       // "h2", "h2c" or "http/1.1"
-	data  atomic.Int64 // DATA payload bytes received on the h2 connection
+	proto string // "h2", "h2c" or "http/1.1"
 	// last is when the h2 connection last received a frame of any type, as
 	// time since epoch (keeping the monotonic clock); 0 none yet.
 	epoch time.Time
@@ -104,8 +103,15 @@ func (pc *pathConn) close() {
 	}
 }
 
-// received is the DATA the connection has received so far (h2 only).
-func (pc *pathConn) received() int64 { return pc.data.Load() }
+// received is the DATA the connection has received so far (h2 only; 0
+// while it dials), counted as read: a frame cut short by the connection's
+// end counts the part that came.
+func (pc *pathConn) received() int64 {
+	if !isClosed(pc.ready) || pc.h2 == nil {
+		return 0
+	}
+	return pc.h2.Conn().DataReceived()
+}
 
 type connKey struct {
 	path     int
@@ -238,9 +244,6 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 			return
 		}
 		pc.last.Store(int64(max(time.Since(pc.epoch), 1)))
-		if df, ok := f.(*http2.DataFrame); ok {
-			pc.data.Add(int64(df.Length))
-		}
 	}}
 	if c.EndAdjust == EndFlowControl {
 		cfg.InitialWindowSize = flowInitialWindow

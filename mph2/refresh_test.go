@@ -99,6 +99,14 @@ func TestStuckPathDialedAfresh(t *testing.T) {
 				t.Errorf("path b: %d suspension(s) for %v, %d redial(s), %d bytes delivered: want it suspended, dialed afresh within 1.5 s, and delivering again",
 					b.Suspensions, b.Suspended, b.Redials, b.Delivered)
 			}
+			// Every byte a path delivered came as DATA on one of its
+			// connections, the stuck one's last frame read in part
+			// included (before, Received counted whole frames only).
+			for _, p := range res.Paths {
+				if p.Received < p.Delivered {
+					t.Errorf("path %s: received %d DATA bytes, fewer than the %d it delivered", p.Name, p.Received, p.Delivered)
+				}
+			}
 		})
 	}
 }
