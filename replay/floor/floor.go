@@ -109,6 +109,10 @@ type Config struct {
 	// may use, or -1 for any; objects past its end may use any path. It
 	// bounds a given placement, e.g. a policy's, instead of every one.
 	Pin []int
+	// Chain adds the chain bound (chain.go): the cap charged along the
+	// graph's chains, each object asked for no sooner than the objects it
+	// needs can all have arrived within the caps.
+	Chain bool
 }
 
 // paths returns the paths object o may use: its pinned one, or every path
@@ -179,9 +183,12 @@ type Result struct {
 	// µs at most (the bisection's 1 µs, each slot's capacity rounded up to
 	// the byte).
 	Links time.Duration
-	PLT   time.Duration // the bound: the later of the two
+	// Chain: with Config.Chain, the chain bound (chain.go); else 0.
+	Chain time.Duration
+	PLT   time.Duration // the bound: the latest of the three
 	// Ready is the earliest each object's download can start (its
-	// dependencies done, as in Critical), by object index.
+	// dependencies done, as in Critical, and with Config.Chain the objects
+	// it needs arrived within the caps), by object index.
 	Ready []time.Duration
 }
 
@@ -207,11 +214,26 @@ func Bound(p *page.Page, c Config) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.Links, err = links(p, c, r.Ready); err != nil {
+	if r.Links, err = links(p, c, r.Ready, c.counted(p), c.caps(p.TotalSize())); err != nil {
 		return r, err
 	}
 	r.PLT = max(r.Critical, r.Links)
+	if c.Chain {
+		if r.Chain, err = chain(p, c, &r); err != nil {
+			return r, err
+		}
+		r.PLT = max(r.PLT, r.Chain)
+	}
 	return r, nil
+}
+
+// caps is each path's most bytes of a page of total bytes (its share).
+func (c Config) caps(total int64) []int64 {
+	caps := make([]int64, len(c.Paths))
+	for i := range caps {
+		caps[i] = int64(math.Ceil(c.share(i) * float64(total)))
+	}
+	return caps
 }
 
 // counted reports, per object, whether it ends the load (Config.Until).
@@ -323,11 +345,11 @@ func capacity(b float64) int64 {
 }
 
 // links finds, by bisection to 1 µs, the earliest time by which the paths
-// can have delivered every byte of the counted objects (fits), and returns
-// the latest time found not to fit, so that the answer stays a lower bound.
-// Pins can ask a path for more than its cap allows: no time fits then.
-func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error) {
-	in := c.counted(p)
+// can have delivered every byte of the objects in, each path at most its
+// caps bytes (fits), and returns the latest time found not to fit, so that
+// the answer stays a lower bound. Pins can ask a path for more than its
+// cap allows: no time fits then.
+func links(p *page.Page, c Config, ready []time.Duration, in []bool, caps []int64) (time.Duration, error) {
 	var total, counted int64
 	for i, o := range p.Objects {
 		total += max(o.Size, 0)
@@ -342,8 +364,10 @@ func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error)
 	// unless pins ask a path for more.
 	var hi time.Duration
 	for _, path := range c.Paths {
-		for _, r := range ready {
-			hi = max(hi, path.arrival(r))
+		for o, r := range ready {
+			if in[o] {
+				hi = max(hi, path.arrival(r))
+			}
 		}
 	}
 	slowest := slices.MinFunc(c.Paths, func(a, b Path) int { return cmp.Compare(a.Rate, b.Rate) })
@@ -357,13 +381,13 @@ func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error)
 			hi += time.Duration(math.Ceil(grow)+2) * path.RTT
 		}
 	}
-	if !fits(p, c, ready, in, total, counted, hi) {
+	if !fits(p, c, ready, in, caps, counted, hi) {
 		return 0, fmt.Errorf("floor: page %s: the pinned objects' bytes exceed a path's cap", p.Name)
 	}
 	lo := time.Duration(0)
 	for hi-lo > time.Microsecond {
 		mid := lo + (hi-lo)/2
-		if fits(p, c, ready, in, total, counted, mid) {
+		if fits(p, c, ready, in, caps, counted, mid) {
 			hi = mid
 		} else {
 			lo = mid
@@ -372,13 +396,13 @@ func links(p *page.Page, c Config, ready []time.Duration) (time.Duration, error)
 	return lo, nil
 }
 
-// fits reports whether every byte of the counted objects (in) can have
-// arrived by t: a flow from each object (its size) to the paths' time slots
-// it may use (those from its arrival on that path), each slot carrying the
-// path's rate times its length, each path at most its share of the page's
-// total bytes. Capacities are rounded up, which can only make a shorter
-// time fit: the bound stays a bound.
-func fits(p *page.Page, c Config, ready []time.Duration, in []bool, total, counted int64, t time.Duration) bool {
+// fits reports whether every byte of the objects in can have arrived by t:
+// a flow from each object (its size) to the paths' time slots it may use
+// (those from its arrival on that path), each slot carrying the path's rate
+// times its length, each path at most its caps bytes. Capacities are
+// rounded up, which can only make a shorter time fit: the bound stays a
+// bound.
+func fits(p *page.Page, c Config, ready []time.Duration, in []bool, caps []int64, counted int64, t time.Duration) bool {
 	const src, sink = 0, 1
 	g := newFlow(2 + len(p.Objects))
 	for o, obj := range p.Objects {
@@ -388,7 +412,7 @@ func fits(p *page.Page, c Config, ready []time.Duration, in []bool, total, count
 	}
 	for i, path := range c.Paths {
 		node := g.node()
-		g.edge(node, sink, int64(math.Ceil(c.share(i)*float64(total))))
+		g.edge(node, sink, caps[i])
 		var releases []time.Duration
 		for _, r := range ready {
 			if a := path.arrival(r); a < t {

@@ -247,7 +247,8 @@ func fifo(t *testing.T, p *page.Page, paths []Path, place []int) time.Duration {
 
 // Random placements of the Table IV pages never load faster than the bound,
 // nor than the bound of their own placement, nor, when they keep at most
-// 25 % of the bytes on exp, than the capped bound.
+// 25 % of the bytes on exp, than the capped bound, with or without the
+// chain.
 func TestRandomPlacementsAboveBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	both := []Path{exp, cheap}
@@ -255,6 +256,7 @@ func TestRandomPlacementsAboveBound(t *testing.T) {
 		p := testpages.Load(t, tv.Graph+".json")
 		free := bound(t, p, Config{Paths: both}).PLT
 		capped := bound(t, p, Config{Paths: both, MaxShare: []float64{0.25}}).PLT
+		chained := bound(t, p, Config{Paths: both, MaxShare: []float64{0.25}, Chain: true}).PLT
 		for i := range 30 {
 			place := make([]int, len(p.Objects))
 			var onExp int64
@@ -270,8 +272,8 @@ func TestRandomPlacementsAboveBound(t *testing.T) {
 			if got < free || got < own {
 				t.Errorf("%s, placement %d: load %v below the bound %v or its placement's %v", tv.Name, i, got, free, own)
 			}
-			if float64(onExp) <= 0.25*float64(p.TotalSize()) && got < capped {
-				t.Errorf("%s, placement %d (%.1f %% on exp): load %v below the capped bound %v", tv.Name, i, 100*float64(onExp)/float64(p.TotalSize()), got, capped)
+			if float64(onExp) <= 0.25*float64(p.TotalSize()) && (got < capped || got < chained) {
+				t.Errorf("%s, placement %d (%.1f %% on exp): load %v below the capped bound %v or its chain bound %v", tv.Name, i, 100*float64(onExp)/float64(p.TotalSize()), got, capped, chained)
 			}
 		}
 	}
@@ -318,4 +320,83 @@ func TestWindowTwoPathsCap(t *testing.T) {
 	e, c := exp, cheap
 	e.Window, e.Segment, c.Window, c.Segment = 10, 1000, 10, 1000
 	near(t, "PLT, 25 % on exp, slow start", bound(t, p, Config{Paths: []Path{e, c}, MaxShare: []float64{0.25}}).PLT, 506500*time.Microsecond)
+}
+
+// The chain bound (Config.Chain) on a 12500-byte document and a
+// 12500-byte child with at most 25 % of the 25000 bytes (6250) on exp. The
+// document cannot be whole on exp, so at least 12500 - b of its bytes come
+// over cheap from 240 ms, where b is what it takes of the cap, and the child,
+// asked for no sooner, has 6250 - b left for exp: cheap carries at least
+// 6250 + b of it from 80 ms after the document, done at 240 + (12500 - b) /
+// 1.25 + 80 + (6250 + b) / 1.25 ms = 335 ms whatever b (the best loads:
+// the document half on each path, done at 245 ms, the child on cheap, or
+// the document on cheap and the child half on each). Without the chain the
+// child is asked for at 70 ms, as if the document had exp to itself: 255 ms.
+// The grid of b (stageSteps) gives up at most one step, 6250 / 16 bytes at
+// cheap's rate: 334.6875 ms.
+func TestChainChargesTheCap(t *testing.T) {
+	p := graph(t, 12500, 0, false, 12500)
+	c := Config{Paths: []Path{exp, cheap}, MaxShare: []float64{0.25}}
+	near(t, "PLT, no chain", bound(t, p, c).PLT, 255*ms)
+	c.Chain = true
+	r := bound(t, p, c)
+	// The document alone within the cap: 6250 bytes on exp, 6250 on cheap
+	// from 240 ms.
+	near(t, "child ready", r.Ready[1], 245*ms)
+	near(t, "chain", r.Chain, 334687500*time.Nanosecond)
+	near(t, "PLT, chain", r.PLT, 334687500*time.Nanosecond)
+	if r.Chain > 335*ms {
+		t.Errorf("chain %v above the best load's 335ms", r.Chain)
+	}
+	// Where the cap holds the document, the chain costs nothing more:
+	// TestTwoPathsCap's 322.5 ms.
+	near(t, "PLT, chain, cap over the document", bound(t, graph(t, 12500, 0, false, 125000), c).PLT, 322500*time.Microsecond)
+	// Without a cap the chain bound is the links' bound: 190 ms.
+	near(t, "PLT, chain, no cap", bound(t, graph(t, 12500, 0, false, 125000), Config{Paths: []Path{exp, cheap}, Chain: true}).PLT, 190*ms)
+}
+
+// brute is the best load of p over every placement of whole objects that
+// keeps at most cap bytes on paths[0], each path sending its responses one
+// after another (fifo).
+func brute(t *testing.T, p *page.Page, paths []Path, cap int64) time.Duration {
+	t.Helper()
+	best := time.Duration(-1)
+	place := make([]int, len(p.Objects))
+	for mask := 0; mask < 1<<len(p.Objects); mask++ {
+		var onFirst int64
+		for o := range place {
+			place[o] = 1
+			if mask&(1<<o) != 0 {
+				place[o] = 0
+				onFirst += p.Objects[o].Size
+			}
+		}
+		if onFirst > cap {
+			continue
+		}
+		if got := fifo(t, p, paths, place); best < 0 || got < best {
+			best = got
+		}
+	}
+	return best
+}
+
+// On small pages, the best placement of whole objects within the cap (by
+// search over all of them) never loads faster than the chain bound, which
+// lies between the bound without it and that best load.
+func TestChainBelowBestPlacement(t *testing.T) {
+	both := []Path{exp, cheap}
+	for _, sizes := range [][]int64{{12500, 12500}, {12500, 12500, 6000, 30000}, {30000, 5000, 5000, 5000, 5000, 60000}, {2000, 40000, 1000}} {
+		p := graph(t, sizes[0], 0, false, sizes[1:]...)
+		for _, share := range []float64{0.1, 0.25, 0.5} {
+			c := Config{Paths: both, MaxShare: []float64{share}}
+			plain := bound(t, p, c).PLT
+			c.Chain = true
+			chained := bound(t, p, c).PLT
+			best := brute(t, p, both, int64(share*float64(p.TotalSize())))
+			if chained < plain || chained > best {
+				t.Errorf("sizes %v, share %v: chain bound %v, want between the bound without it (%v) and the best placement's load (%v)", sizes, share, chained, plain, best)
+			}
+		}
+	}
 }

@@ -20,7 +20,7 @@ import (
 
 var floorCmd = &Command{
 	Name:  "floor",
-	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--window N] [--compute] [--dcl] [--urgent-on PATH] [--rest-on PATH]",
+	Usage: "floor SCENARIO [--condition NAME] [--expensive PATH --share FRACTION] [--setup N] [--headers N] [--window N] [--chain] [--compute] [--dcl] [--urgent-on PATH] [--rest-on PATH]",
 	Short: "lower bounds on a scenario's page load times from the pages' graphs and the paths' rates and RTTs (package replay/floor)",
 }
 
@@ -41,6 +41,7 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 	share := fs.Float64("share", 0.25, "the most of the page's bytes the expensive path may carry, a `FRACTION`")
 	setup := fs.Int("setup", 2, "round trips before a path carries a request: 2 for TCP + TLS 1.3, 1 for h2c")
 	compute := fs.Bool("compute", false, "computations take their recorded time")
+	chain := fs.Bool("chain", false, "charge the cap along the graph's chains: each object asked for no sooner than the objects it needs can all have arrived within the caps, and the capped bytes those take not left for the objects after them (replay/floor's chain bound)")
 	dcl := fs.Bool("dcl", false, "bound the DOMContentLoaded analogue instead: every activity of the urgent objects (hints.FromPage: document, style sheets, parser-blocking scripts) done")
 	urgentOn := fs.String("urgent-on", "", "add a column for one placement: the urgent objects (hints.FromPage) on `PATH` only (no cap)")
 	restOn := fs.String("rest-on", "", "... and the other objects on `PATH` only")
@@ -111,7 +112,11 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 		shares := slices.Repeat([]float64{1}, len(paths))
 		shares[exp] = *share
 		configs = append(configs, floor.Config{Paths: paths, MaxShare: shares})
-		head += fmt.Sprintf(" all, %s <= %g %% | (critical path / links) |", *expensive, *share*100)
+		parts := "critical path / links"
+		if *chain {
+			parts += " / chain"
+		}
+		head += fmt.Sprintf(" all, %s <= %g %% | (%s) |", *expensive, *share*100, parts)
 	}
 	if pinned {
 		head += fmt.Sprintf(" urgent on %s, the rest on %s |", cmp.Or(*urgentOn, "any"), cmp.Or(*restOn, "any"))
@@ -136,17 +141,21 @@ func runFloor(args []string, stdout, stderr io.Writer) error {
 		}
 		var last floor.Result
 		for _, c := range configs {
-			c.Compute, c.Until = *compute, until
+			c.Compute, c.Until, c.Chain = *compute, until, *chain
 			if last, err = floor.Bound(pg, c); err != nil {
 				return fmt.Errorf("%s: %w", o.Name, err)
 			}
 			fmt.Fprintf(stdout, " %.3f |", last.PLT.Seconds())
 		}
 		if exp >= 0 {
-			fmt.Fprintf(stdout, " %.3f / %.3f |", last.Critical.Seconds(), last.Links.Seconds())
+			fmt.Fprintf(stdout, " %.3f / %.3f", last.Critical.Seconds(), last.Links.Seconds())
+			if *chain {
+				fmt.Fprintf(stdout, " / %.3f", last.Chain.Seconds())
+			}
+			fmt.Fprint(stdout, " |")
 		}
 		if pinned {
-			r, err := floor.Bound(pg, floor.Config{Paths: paths, Pin: pins, Compute: *compute, Until: until})
+			r, err := floor.Bound(pg, floor.Config{Paths: paths, Pin: pins, Compute: *compute, Until: until, Chain: *chain})
 			if err != nil {
 				return fmt.Errorf("%s: %w", o.Name, err)
 			}
