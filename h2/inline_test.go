@@ -242,3 +242,84 @@ func TestInlineStreamReuse(t *testing.T) {
 		}
 	}
 }
+
+// connReuseTest answers /inline/N/OFF as reuseTest does and notes, per
+// stream object, the connections it answered on.
+type connReuseTest struct {
+	reuseTest
+	conns map[*stream]map[*Conn]bool
+}
+
+func (h *connReuseTest) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	h.mu.Lock()
+	st := StreamFromContext(r.Context()).st
+	if h.conns[st] == nil {
+		h.conns[st] = map[*Conn]bool{}
+	}
+	h.conns[st][r.Context().Value(ConnContextKey).(*Conn)] = true
+	h.mu.Unlock()
+	h.serve(w, r)
+	return true
+}
+
+// TestStreamReuseAcrossConnections: the streams a connection kept for
+// reuse serve the first requests of the next connection once it closed
+// (h2load opens 100 new connections a run), and that one's bodies are
+// right.
+func TestStreamReuseAcrossConnections(t *testing.T) {
+	h := &connReuseTest{conns: map[*stream]map[*Conn]bool{}}
+	ts := startServer(t, h, Config{}, false)
+	get := func(tr *Transport, round int) {
+		var wg sync.WaitGroup
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, off := 100+i*37+round, i*11
+				res, err := tr.RoundTrip(mustRequest(t, ts.url(fmt.Sprintf("/inline/%d/%d", n, off))))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || !bytes.Equal(b, inlineBody[off:off+n]) {
+					t.Errorf("round %d: %d bytes at %d: got %d bytes, %v", round, n, off, len(b), err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	first := &Transport{AllowHTTP: true}
+	for round := 0; round < 4; round++ {
+		get(first, round)
+	}
+	first.CloseIdleConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ts.srv.mu.Lock()
+		n := len(ts.srv.conns)
+		ts.srv.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first connection still served after 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	second := &Transport{AllowHTTP: true}
+	defer second.CloseIdleConnections()
+	get(second, 4)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	across := 0
+	for _, cs := range h.conns {
+		if len(cs) > 1 {
+			across++
+		}
+	}
+	if across == 0 {
+		t.Errorf("none of %d stream objects served both connections, want some (the first connection's, pooled)", len(h.conns))
+	}
+}
