@@ -18,9 +18,13 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay/site"
 )
@@ -333,12 +337,17 @@ func pad(body []byte, r role, size int64) []byte {
 
 // Handler serves the generated sites of a set of pages.
 type Handler struct {
-	objs map[string]*Object // by canonical request target
+	objs map[string]served // by canonical request target
+}
+
+type served struct {
+	*Object
+	fields []hpack.HeaderField // ServeHTTP's, for ServeInline
 }
 
 // NewHandler serves the sites; their pages' names must be distinct.
 func NewHandler(sites ...*Site) (*Handler, error) {
-	h := &Handler{objs: map[string]*Object{}}
+	h := &Handler{objs: map[string]served{}}
 	seen := map[string]bool{}
 	for _, s := range sites {
 		if seen[s.Page.Name] {
@@ -346,7 +355,12 @@ func NewHandler(sites ...*Site) (*Handler, error) {
 		}
 		seen[s.Page.Name] = true
 		for i := range s.Objects {
-			h.objs[canonical(s.Objects[i].URL)] = &s.Objects[i]
+			o := &s.Objects[i]
+			h.objs[canonical(o.URL)] = served{o, []hpack.HeaderField{
+				{Name: "content-type", Value: o.MIME},
+				{Name: "cache-control", Value: "no-store"},
+				{Name: "content-length", Value: strconv.Itoa(len(o.Body))},
+			}}
 		}
 	}
 	return h, nil
@@ -370,11 +384,7 @@ func canonical(target string) string {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	target := r.RequestURI
-	if target == "" || !strings.HasPrefix(target, "/") {
-		target = r.URL.RequestURI()
-	}
-	o, ok := h.objs[canonical(target)]
+	o, ok := h.objs[canonical(site.Target(r))]
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -383,4 +393,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", fmt.Sprint(len(o.Body)))
 	w.Write(o.Body)
+}
+
+// ServeInline answers a GET or HEAD of an object from memory on the HTTP/2
+// connection's reader (h2.InlineHandler), as a static server answers files:
+// requests that arrive together are ready in the order they were asked, and
+// the engine sends them by urgency (site.Handler.ServeInline says why).
+func (h *Handler) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	pw, prepared := w.(h2.PreparedWriter)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || !prepared {
+		return false
+	}
+	o, ok := h.objs[canonical(site.Target(r))]
+	if !ok {
+		return false
+	}
+	pw.WritePrepared(http.StatusOK, o.fields, o.Body) // never modified
+	return true
 }

@@ -23,10 +23,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http2/hpack"
+
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/page"
 )
 
@@ -74,6 +78,11 @@ func Digest(urlPath string, size int64) ([32]byte, error) {
 	return d, nil
 }
 
+// heldMax bounds the bytes a Handler holds in memory to answer inline; the
+// objects past it are generated per request. The six Table IV pages hold
+// 6.2 MB.
+const heldMax = 64 << 20
+
 // FormatDigest writes a SHA-256 as a Repr-Digest value.
 func FormatDigest(d [32]byte) string {
 	return "sha-256=:" + base64.StdEncoding.EncodeToString(d[:]) + ":"
@@ -104,6 +113,10 @@ type object struct {
 	mime   string
 	size   int64
 	digest string // Repr-Digest value
+	// fields and body answer a plain GET or HEAD inline (ServeInline); body
+	// is nil for an object not held (heldMax).
+	fields []hpack.HeaderField
+	body   []byte
 }
 
 // Handler serves the objects of a set of pages.
@@ -115,6 +128,7 @@ type Handler struct {
 func NewHandler(pages ...*page.Page) (*Handler, error) {
 	h := &Handler{objs: make(map[string]object)}
 	names := make(map[string]string)
+	var held int64
 	for _, p := range pages {
 		if p.Name == "" {
 			return nil, fmt.Errorf("page %s: no name", p.Source)
@@ -125,11 +139,29 @@ func NewHandler(pages ...*page.Page) (*Handler, error) {
 		names[p.Name] = p.Source
 		for _, r := range p.Resources() {
 			u := URLPath(p.Name, r.Path)
-			d, err := Digest(u, r.Size)
-			if err != nil {
-				return nil, fmt.Errorf("page %s: %s: %w", p.Source, r.Path, err)
+			o := object{mime: r.MIME, size: r.Size}
+			if held+r.Size <= heldMax {
+				o.body = make([]byte, r.Size)
+				if _, err := io.ReadFull(Body(u, r.Size), o.body); err != nil {
+					return nil, fmt.Errorf("page %s: %s: %w", p.Source, r.Path, err)
+				}
+				held += r.Size
+				o.digest = FormatDigest(sha256.Sum256(o.body))
+			} else {
+				d, err := Digest(u, r.Size)
+				if err != nil {
+					return nil, fmt.Errorf("page %s: %s: %w", p.Source, r.Path, err)
+				}
+				o.digest = FormatDigest(d)
 			}
-			h.objs[u] = object{mime: r.MIME, size: r.Size, digest: FormatDigest(d)}
+			o.fields = []hpack.HeaderField{
+				{Name: "content-type", Value: o.mime},
+				{Name: "repr-digest", Value: o.digest},
+				{Name: "cache-control", Value: "no-store"},
+				{Name: "accept-ranges", Value: "bytes"},
+				{Name: "content-length", Value: strconv.FormatInt(o.size, 10)},
+			}
+			h.objs[u] = o
 		}
 	}
 	return h, nil
@@ -164,8 +196,43 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", o.mime)
 	w.Header().Set(DigestHeader, o.digest)
 	w.Header().Set("Cache-Control", "no-store")
-	http.ServeContent(w, r, "", time.Time{}, Body(target, o.size))
+	var body io.ReadSeeker = Body(target, o.size)
+	if o.body != nil {
+		body = bytes.NewReader(o.body)
+	}
+	http.ServeContent(w, r, "", time.Time{}, body)
 }
+
+// ServeInline answers a plain GET or HEAD of an object held in memory with
+// the 200 ServeHTTP would give, and reports false for everything else (a
+// range, a condition, an object not held): h2.InlineHandler. HTTP/2 then
+// answers it on the connection's reader, as a static server answers a file
+// (h2o, nginx): responses asked for together are ready in the order they
+// were asked, and the scheduler sends them by urgency. From handler
+// goroutines they were ready in whatever order the goroutines ran, and a
+// u=2 image could fill the first round trip ahead of a u=1 script asked
+// for before it.
+func (h *Handler) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, k := range conditional {
+		if _, ok := r.Header[k]; ok {
+			return false
+		}
+	}
+	o, ok := h.objs[Target(r)]
+	pw, prepared := w.(h2.PreparedWriter)
+	if !ok || o.body == nil || !prepared {
+		return false
+	}
+	pw.WritePrepared(http.StatusOK, o.fields, o.body) // never modified
+	return true
+}
+
+// conditional are the request fields that make ServeContent answer other
+// than a plain 200.
+var conditional = []string{"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // ErrDigest is wrapped by the error of a body whose SHA-256 differs from the
 // server's Repr-Digest.

@@ -21,7 +21,12 @@ const testGraph = `{"start_activity":"d0","load_activity":"d1","objs":[
 
 func testPage(t *testing.T, name string) *page.Page {
 	t.Helper()
-	p, err := page.ReadGraph(name+".json", []byte(testGraph))
+	return graphPage(t, name, testGraph)
+}
+
+func graphPage(t *testing.T, name, graph string) *page.Page {
+	t.Helper()
+	p, err := page.ReadGraph(name+".json", []byte(graph))
 	if err != nil {
 		t.Fatal(err)
 	}
