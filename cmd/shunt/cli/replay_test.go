@@ -17,6 +17,7 @@ import (
 	"github.com/shunt-net/shunt/experiment"
 	"github.com/shunt-net/shunt/experiment/pageload"
 	"github.com/shunt-net/shunt/internal/shared"
+	"github.com/shunt-net/shunt/internal/testpages"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay"
 	"github.com/shunt-net/shunt/replay/fetch"
@@ -169,6 +170,38 @@ func TestReplayBadOptions(t *testing.T) {
 		err := runReplay(t.Context(), append([]string{file}, tc.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("replay %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestServePageByUrgency asks `shunt serve --page` for google's objects in
+// one write, the first at u=0 and the rest at "u=2, i": the first comes
+// whole before any other (the page server answers inline through serve's
+// router; behind a ServeMux its handler goroutines answered the last
+// request first). Files outside the pages are still served.
+func TestServePageByUrgency(t *testing.T) {
+	file := googleGraph(t)
+	p, err := page.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "f.txt"), []byte("file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(startServe(t, "--root", root, "--page", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []testpages.Request
+	for _, r := range p.Resources()[:8] {
+		reqs = append(reqs, testpages.Request{Path: site.URLPath(p.Name, r.Path), Size: r.Size, Priority: "u=2, i"})
+	}
+	reqs[0].Priority = "u=0"
+	reqs = append(reqs, testpages.Request{Path: "/f.txt", Size: 4, Priority: "u=2, i"})
+	for rep := range 10 {
+		if order := testpages.DataOrder(t, u.Host, reqs); testpages.Interleaved(order, 1) {
+			t.Fatalf("repetition %d: DATA frames by stream %v: another object's bytes before the u=0 one's end", rep, order)
 		}
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"syscall"
 
 	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2/hpack"
 
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/page"
 	"github.com/shunt-net/shunt/replay/site"
 	"github.com/shunt-net/shunt/server"
@@ -99,10 +101,38 @@ func (pf *pageFlags) handler(h http.Handler, stderr io.Writer) (http.Handler, er
 	for _, p := range pages {
 		fmt.Fprintf(stderr, "page %s: %d objects, %d bytes at %s\n", p.Source, len(p.Objects), p.TotalSize(), site.URLPath(p.Name, "/"))
 	}
-	mux := http.NewServeMux()
-	mux.Handle(site.Prefix, ph)
-	mux.Handle("/", h)
-	return mux, nil
+	return pagesFirst{ph, h}, nil
+}
+
+// pagesFirst sends requests under site.Prefix to the pages and the rest to
+// files, and passes the HTTP/2 engine's inline offers on to whichever takes
+// the request (h2.InlineHandler, h2.FieldHandler), which a ServeMux hides:
+// the page servers answer inline so that requests that arrive together are
+// sent by urgency (site.Handler.ServeInline), and the file server's cache
+// answers from decoded fields.
+type pagesFirst struct{ pages, files http.Handler }
+
+func (m pagesFirst) pick(path string) http.Handler {
+	if strings.HasPrefix(path, site.Prefix) {
+		return m.pages
+	}
+	return m.files
+}
+
+func (m pagesFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.pick(r.URL.Path).ServeHTTP(w, r)
+}
+
+func (m pagesFirst) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	ih, ok := m.pick(r.URL.Path).(h2.InlineHandler)
+	return ok && ih.ServeInline(w, r)
+}
+
+func (m pagesFirst) ServeFields(method, path string, fields []hpack.HeaderField) (int, []hpack.HeaderField, []byte, bool) {
+	if fh, ok := m.pick(path).(h2.FieldHandler); ok {
+		return fh.ServeFields(method, path, fields)
+	}
+	return 0, nil, nil, false
 }
 
 // listenH3 opens the UDP socket of HTTP/3 and returns the TCP address to
