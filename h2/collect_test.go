@@ -117,3 +117,68 @@ func servedConn(h http.Handler) (http.Handler, <-chan *Conn) {
 		h.ServeHTTP(w, r)
 	}), conns
 }
+
+// TestWriteKitKeepsControlQueues: a kit given back keeps the control
+// queues' grown arrays (putWriteBuffersLocked calls keepQueuesLocked), and
+// the next connection takes them with the kit when its writer starts
+// (takeWriteBuffers), so its queue does not grow again: each new
+// connection of h2load -c 100 grew its own to 16 frames, its first burst.
+func TestWriteKitKeepsControlQueues(t *testing.T) {
+	cfg := Config{}.withDefaults()
+	conn := func() *Conn {
+		nc, peer := net.Pipe()
+		t.Cleanup(func() { nc.Close(); peer.Close() })
+		c := newConn(nc, &cfg, false, context.Background())
+		c.writerRunning = true // the test plays the writer: none is started
+		return c
+	}
+	queue := func(c *Conn, n int) {
+		for i := 0; i < n; i++ {
+			c.queueLocked(wframe{kind: wPing, ping: [8]byte{byte(i)}})
+		}
+	}
+	a := conn()
+	kit := new(writeKit) // not the pool's: its queues would be another connection's
+	a.kit = kit
+	a.mu.Lock()
+	queue(a, 20)
+	a.collectLocked(nil, 0)
+	queue(a, 20)
+	a.collectLocked(nil, 0)
+	grown := min(cap(a.ctrl), cap(a.spare))
+	kit.keepQueuesLocked(a)
+	a.mu.Unlock()
+	if grown < 20 || a.ctrl != nil || a.spare != nil || min(cap(kit.queues[0]), cap(kit.queues[1])) != grown {
+		t.Fatalf("kept %d and %d frames' arrays of %d, the connection's now %d and %d; want both grown ones in the kit",
+			cap(kit.queues[0]), cap(kit.queues[1]), grown, cap(a.ctrl), cap(a.spare))
+	}
+
+	b := conn()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ctrl = nil // newConn's SETTINGS: the frame that starts the writer comes next
+	b.queueLocked(wframe{kind: wSettings})
+	b.kit = kit // as takeWriteBuffers would take it from the pool, when the writer starts
+	b.useKitQueuesLocked()
+	if cap(b.ctrl) < grown || cap(b.spare) < grown || kit.queues[0] != nil || kit.queues[1] != nil {
+		t.Fatalf("with the kit the queues hold %d and %d frames, the kit %d and %d; want the kit's arrays (%d) in use",
+			cap(b.ctrl), cap(b.spare), cap(kit.queues[0]), cap(kit.queues[1]), grown)
+	}
+	for round := 0; round < 2; round++ {
+		before := cap(b.ctrl)
+		queue(b, 20)
+		if cap(b.ctrl) != before {
+			t.Fatalf("round %d: the queue grew from %d to %d frames", round, before, cap(b.ctrl))
+		}
+		got := b.collectLocked(nil, 0)
+		if round == 0 {
+			if len(got) == 0 || got[0].kind != wSettings {
+				t.Fatalf("first batch %v, want the SETTINGS queued before the writer took the kit first", got)
+			}
+			got = got[1:]
+		}
+		if len(got) != 20 || got[19].ping[0] != 19 {
+			t.Fatalf("round %d: batch of %d frames, want the 20 queued in order", round, len(got))
+		}
+	}
+}

@@ -282,6 +282,7 @@ func (c *Conn) wakeWriterLocked() {
 	c.writerRunning = true
 	c.busy.Add(1)
 	c.writers.Add(1)
+	c.takeWriteBuffers()
 	go c.writeLoop()
 	// The writer may set a read deadline (the drain after GOAWAY) that only
 	// a running reader sees.

@@ -52,7 +52,7 @@ type wframe struct {
 // many frames share one syscall.
 func (c *Conn) writeLoop() {
 	defer c.writers.Done()
-	c.takeWriteBuffers()
+	// The kit was taken by wakeWriterLocked (a client's by newConn).
 	batch := c.kit.batch
 	owned := true // false once the idle writer gave its kit back
 	defer func() {
@@ -108,9 +108,8 @@ func (c *Conn) writeLoop() {
 				c.writerRunning = false
 				c.busy.Add(-1)
 				c.nudgeLocked()
-				c.putWriteBuffersLocked(batch)
+				c.putWriteBuffersLocked(batch) // with the control queues' arrays
 				owned = false
-				c.ctrl, c.spare = nil, nil // both empty; their arrays go too
 				c.dropFreeLocked()
 				c.streams.shrink()
 				c.sched.Reset()
@@ -241,6 +240,11 @@ type writeKit struct {
 	arena *[writeBatchBudget + maxDataFrame]byte
 	// batch is the writer's batch array, empty, kept grown.
 	batch []wframe
+	// queues are the control queues' arrays (Conn.ctrl and spare) of the
+	// connection that gave the kit back, empty, kept grown: each new
+	// connection of h2load -c 100 grew its own to 16 frames (2.4 KB), its
+	// first burst's responses, ~4.5 KB of the 14 KB it allocated (issue 18).
+	queues [2][]wframe
 }
 
 var writeKits = sync.Pool{New: func() any {
@@ -249,7 +253,8 @@ var writeKits = sync.Pool{New: func() any {
 	return k
 }}
 
-// takeWriteBuffers gives the writer a kit.
+// takeWriteBuffers gives the writer a kit, before it starts: under c.mu
+// (or while newConn makes c), as it takes the kit's control queues too.
 func (c *Conn) takeWriteBuffers() {
 	if c.kit != nil {
 		return
@@ -263,14 +268,28 @@ func (c *Conn) takeWriteBuffers() {
 	if c.cfg.Trace == nil {
 		c.wfr = c.kit.fr
 	}
+	c.useKitQueuesLocked()
 }
 
-// putWriteBuffersLocked returns the kit, with the writer's batch array,
-// once the writer has flushed; the lock orders this against the next
-// writer's takeWriteBuffers.
+// useKitQueuesLocked makes the kit's control queue arrays c's, with the
+// frames queued so far (the one that started the writer).
+func (c *Conn) useKitQueuesLocked() {
+	q := &c.kit.queues
+	if cap(q[0]) <= len(c.ctrl) || c.spare != nil {
+		return
+	}
+	c.ctrl, c.spare = append(q[0], c.ctrl...), q[1]
+	*q = [2][]wframe{}
+}
+
+// putWriteBuffersLocked returns the kit, with the writer's batch array
+// and the control queues' arrays, once the writer has flushed; the lock
+// orders this against the next writer's takeWriteBuffers. The queues are
+// empty unless the connection closed, whose frames go unwritten.
 func (c *Conn) putWriteBuffersLocked(batch []wframe) {
 	clear(batch) // frames a failed write left
 	c.kit.batch = batch[:0]
+	c.kit.keepQueuesLocked(c)
 	c.kit.bw.Reset(sendClock{}, nil)
 	writeKits.Put(c.kit)
 	c.kit, c.bw, c.arena = nil, nil, nil
@@ -292,6 +311,15 @@ func (c *Conn) hasWorkLocked() bool {
 // dataReadyLocked reports whether the scheduler has DATA the windows allow.
 func (c *Conn) dataReadyLocked() bool {
 	return c.sched.Len() > 0 && !c.connBlocked && !c.closing
+}
+
+// keepQueuesLocked moves c's control queue arrays, emptied, into k.
+func (k *writeKit) keepQueuesLocked(c *Conn) {
+	for i, q := range [2][]wframe{c.ctrl, c.spare} {
+		clear(q[:cap(q)]) // what failLocked's truncation left too
+		k.queues[i] = q[:0]
+	}
+	c.ctrl, c.spare = nil, nil
 }
 
 // collectLocked takes every queued control frame, then DATA frames chosen by
