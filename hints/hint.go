@@ -150,7 +150,7 @@ func FromResponse(req, resp http.Header) Hint {
 // urgency is above 2 is an async one (FromHeaders), and without a Priority
 // the urgency is the class's.
 func withPriority(c Class, priority string, size int64) Hint {
-	u := parseUrgency(priority)
+	u := ParseUrgency(priority)
 	if c == Script && u > 2 {
 		c = AsyncScript
 	}
@@ -202,9 +202,9 @@ func classOfAccept(accept string) Class {
 	return Other
 }
 
-// parseUrgency reads u=N from an RFC 9218 Priority field; -1 if absent or
+// ParseUrgency reads u=N from an RFC 9218 Priority field; -1 if absent or
 // malformed.
-func parseUrgency(v string) int {
+func ParseUrgency(v string) int {
 	for _, m := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(m), "=")
 		if !ok || k != "u" {

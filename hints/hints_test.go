@@ -2,6 +2,7 @@ package hints
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -351,6 +352,12 @@ func TestParseErrors(t *testing.T) {
 		{"gather 2s\n* -> path=fast", "x.rules line 1: gather \"2s\": want a duration above 0"},
 		{"gather soon\n* -> path=fast", "x.rules line 1: gather \"soon\": want a duration above 0"},
 		{"gather 2ms\npolicy x\n* -> path=fast", "x.rules line 2: the policy line must come first"},
+		{"gather 2ms\nstagger 2ms\nstagger 3ms\n* -> path=fast", "x.rules line 3: a second stagger line"},
+		{"gather 2ms\n* -> path=fast\nstagger 2ms", "x.rules line 3: the stagger line must come before the rules"},
+		{"gather 2ms\nstagger -1ms\n* -> path=fast", "x.rules line 2: stagger \"-1ms\": want a duration above 0"},
+		{"gather 2ms\nstagger 2\n* -> path=fast", "x.rules line 2: stagger \"2\": want a duration above 0"},
+		{"# no gather\nstagger 2ms\n* -> path=fast", "x.rules line 2: stagger delays a gathered batch's less urgent requests: give a gather line too"},
+		{"stagger 2ms\npolicy x\ngather 2ms\n* -> path=fast", "x.rules line 2: the policy line must come first"},
 		{"cap fast 25\n* -> path=fast", "x.rules line 1: cap fast: \"25\": want a percentage"},
 		{"cap fast 0%\n* -> path=fast", "x.rules line 1: cap fast: \"0%\": want a percentage"},
 		{"cap finish 25%\n* -> path=fast", "x.rules line 1: want cap fast|cheap|NAME P%"},
@@ -359,6 +366,12 @@ func TestParseErrors(t *testing.T) {
 		{"* -> path=fast\ncap fast 25%", "x.rules line 2: the cap lines must come before the rules"},
 		{"cap fast 25%\npolicy x\n* -> path=fast", "x.rules line 2: the policy line must come first"},
 		{"* -> path=fast share=25%", "x.rules line 1: unknown action \"share=25%\""},
+		{"cap fast 25%\nurgent -> path=fast split tail=16KB", "x.rules line 2: split goes with none of"},
+		{"cap fast 25%\nurgent -> path=fast redundant split", "x.rules line 2: split goes with none of"},
+		{"cap fast 25%\nurgent -> path=fast split hedge", "x.rules line 2: split goes with none of"},
+		{"urgent -> path=fast split budget=10%", "x.rules line 1: split goes with none of"},
+		{"urgent -> path=fast split=10KB", "x.rules line 1: unknown action \"split=10KB\""},
+		{"urgent -> path=fast split split", "x.rules line 1: action split given twice"},
 	} {
 		_, err := Parse("x.rules", tc.text)
 		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
@@ -370,22 +383,24 @@ func TestParseErrors(t *testing.T) {
 func TestParseRoundTrip(t *testing.T) {
 	text := `policy mine  # a comment
 gather 1.5ms
+stagger 3ms
 cap fast 30%
 cap wifi 2.5%
 class=image,media size>100KB -> path=cheap tail=32KiB
 urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
 bulk size<1KB -> path=wifi
 class=style -> path=fast hedge copies=7.5%
+class=script -> path=fast split
 * -> path=finish budget=12.5%`
 	p, err := Parse("mine.rules", text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := p.Rules[0]
-	if p.Gather != 1500*time.Microsecond || !reflect.DeepEqual(p.Caps, []Cap{{"fast", 30}, {"wifi", 2.5}}) {
-		t.Errorf("gather %v, caps %v", p.Gather, p.Caps)
+	if p.Gather != 1500*time.Microsecond || p.Stagger != 3*time.Millisecond || !reflect.DeepEqual(p.Caps, []Cap{{"fast", 30}, {"wifi", 2.5}}) {
+		t.Errorf("gather %v, stagger %v, caps %v", p.Gather, p.Stagger, p.Caps)
 	}
-	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 5 {
+	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 6 {
 		t.Errorf("rule 1: %+v", r)
 	}
 	if r := p.Rules[1]; r.MinLoss != 1.5 || r.MaxUrg != 1 || !r.Redundant || r.Budget != 2e6 || !*r.Urgent {
@@ -397,7 +412,10 @@ class=style -> path=fast hedge copies=7.5%
 	if r := p.Rules[3]; !r.Hedge || r.CopyPct != 7.5 || r.Tail != 0 {
 		t.Errorf("rule 4: %+v", r)
 	}
-	if r := p.Rules[4]; r.BudgetPct != 12.5 || r.Budget != 0 {
+	if r := p.Rules[4]; !r.Split || r.Path != "fast" {
+		t.Errorf("rule 5: %+v", r)
+	}
+	if r := p.Rules[5]; r.BudgetPct != 12.5 || r.Budget != 0 {
 		t.Errorf("rule 5: %+v", r)
 	}
 	checkRoundTrip(t, p)
@@ -441,6 +459,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(p.String())
 	}
 	f.Add("policy y\ngather 3ms\ncap fast 25%\ncap exp 1%\nurgent -> path=fast redundant\n* -> path=finish tail=2KB budget=10%")
+	f.Add("policy z\ngather 2ms\nstagger 1.5ms\nurgent -> path=fast\n* -> path=cheap")
+	f.Add("cap fast 10%\nclass=script,document -> path=fast split\n* -> path=cheap")
 	f.Add("policy x\nclass=image,font size>=1KB size<=1MiB urgency>=2 loss>=0.5% -> path=cheap tail=1 budget=9")
 	f.Fuzz(func(t *testing.T, text string) {
 		p, err := Parse("fuzz", text)
@@ -595,5 +615,84 @@ func TestFirst(t *testing.T) {
 				t.Errorf("First(%+v, %+v) = %v, want %v", order[i], order[j], got, want)
 			}
 		}
+	}
+}
+
+// Delay (stagger): in a gathered batch, a request less urgent than another
+// of the batch waits Stagger; the batch's most urgent ones, and every
+// request of a policy without stagger, go at once. google's async script
+// (urgency 1, not an urgent class) goes before the images beside it.
+func TestDelay(t *testing.T) {
+	p := mustPreset(t, "capped-stagger")
+	async, img, doc, css, other := Hint{AsyncScript, 12333, 1}, Hint{Image, 6167, 2}, Hint{Document, 12333, 0}, Hint{Style, 1000, 0}, Hint{Other, 1000, -1}
+	for _, tc := range []struct {
+		h     Hint
+		batch []Hint
+		want  time.Duration
+	}{
+		{img, []Hint{async, img, img}, 2 * time.Millisecond},
+		{async, []Hint{async, img, img}, 0},
+		{async, []Hint{doc, async}, 2 * time.Millisecond},
+		{css, []Hint{doc, css, img}, 0},
+		{other, []Hint{img, other}, 2 * time.Millisecond},
+		{img, []Hint{img, other}, 0},
+		{img, []Hint{img, img}, 0},
+		{doc, []Hint{doc}, 0},
+	} {
+		if got := p.Delay(tc.h, tc.batch); got != tc.want {
+			t.Errorf("Delay(%+v, %v) = %v, want %v", tc.h, tc.batch, got, tc.want)
+		}
+	}
+	if got := mustPreset(t, "capped").Delay(img, []Hint{async, img}); got != 0 {
+		t.Errorf("capped: Delay = %v, want 0 (no stagger line)", got)
+	}
+}
+
+// capped-split on google's load (74000 bytes, exp at most 18500): the
+// 12333-byte document fits whole; the async script found next does not
+// (6167 bytes left), so its first 6167 bytes go on exp and the other 6166
+// on cheap at once; the images go on cheap; once exp is full, the next
+// script goes whole on cheap (nothing left to split). One whose size is
+// unknown is not split.
+func TestSplit(t *testing.T) {
+	p := mustPreset(t, "capped-split")
+	paths := twoPaths()
+	const load = 74000
+	for i, tc := range []struct {
+		h    Hint
+		want Decision
+	}{
+		{Hint{Document, 12333, 0}, Decision{Path: 1, Second: -1, Rule: 4}},
+		{Hint{AsyncScript, 12333, 3}, Decision{Path: 1, Second: -1, Split: 6167, Rest: 0, Rule: 4}},
+		{Hint{Image, 6167, 2}, Decision{Path: 0, Second: -1, Rule: 5}},
+		{Hint{Script, 12333, 1}, Decision{Path: 0, Second: -1, Rule: 4}},
+	} {
+		d := p.DecideLoad(tc.h, paths, t0, load)
+		if d != tc.want {
+			t.Fatalf("request %d (%+v): %+v, want %+v", i, tc.h, d, tc.want)
+		}
+		if d.Split > 0 {
+			paths[d.Path].Sent += d.Split
+			paths[d.Rest].Sent += tc.h.Size - d.Split
+		} else {
+			paths[d.Path].Sent += max(tc.h.Size, 0)
+		}
+	}
+	if paths[1].Sent != 18500 || p.CapRoom(1, 0, paths, t0, load) != 0 {
+		t.Errorf("exp carries %d bytes, room %d: want the cap's 18500, none left", paths[1].Sent, p.CapRoom(1, 0, paths, t0, load))
+	}
+	if d := p.DecideLoad(Hint{Script, -1, 1}, twoPaths(), t0, load); d.Split != 0 {
+		t.Errorf("unknown size: %+v, want no split", d)
+	}
+	// Without a cap there is no room to spend: the rule's path takes all.
+	q, err := Parse("x.rules", "* -> path=fast split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.DecideLoad(Hint{Script, 12333, 1}, twoPaths(), t0, load); d.Split != 0 || d.Path != 1 {
+		t.Errorf("no cap: %+v, want the whole on fast", d)
+	}
+	if got := q.CapRoom(1, 0, twoPaths(), t0, load); got != math.MaxInt64 {
+		t.Errorf("no cap: room %d, want MaxInt64", got)
 	}
 }

@@ -68,7 +68,12 @@ type Decision struct {
 	// CopyPct, if > 0, bounds the tails' and hedges' bytes to this share of
 	// the bytes placed, or of the load's when known (CopyFits).
 	CopyPct float64
-	Rule    int // the rule's line in its file (0: no rule matched)
+	// Split, if > 0, is the object's first Split bytes, asked for on Path
+	// (by Range) while the rest is asked for on path Rest at once: what a
+	// cap leaves Path of an object larger than that (a split rule).
+	Split int64
+	Rest  int
+	Rule  int // the rule's line in its file (0: no rule matched)
 }
 
 // Redundant reports whether the request goes on two paths.
@@ -107,6 +112,11 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 		}
 		return r.BudgetPct > 0 && float64(paths[i].Sent+size)*100 > r.BudgetPct*float64(total+size)
 	}
+	if r.Split {
+		if s := p.split(r, h, paths, now, load); s.Path >= 0 {
+			return s
+		}
+	}
 	d.Path = pick(r.Path, h, paths, now, -1, over)
 	if d.Path < 0 {
 		// Every path of the preference is over its budget: the rule's
@@ -128,14 +138,46 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 	return d
 }
 
+// split places a split rule's request that its preferred path (the one
+// the rule names, its caps aside) has room for in part only: its head, as
+// many bytes as the caps leave that path (CapRoom), there,
+// and the rest on the cheapest other path the caps allow, both at once, so
+// the path's room is spent on the object instead of left unused. No split
+// (Path -1) when the size is unknown, nothing is left, the whole fits, or
+// no other path may take the rest.
+func (p *Policy) split(r *Rule, h Hint, paths []PathState, now time.Time, load int64) Decision {
+	no := Decision{Path: -1, Second: -1}
+	j := pick(r.Path, h, paths, now, -1, nil)
+	if h.Size <= 0 || j < 0 {
+		return no
+	}
+	room := p.CapRoom(j, h.Size, paths, now, load)
+	if room <= 0 || room >= h.Size {
+		return no
+	}
+	rest := pick(Cheap, h, paths, now, j, func(i int) bool { return !p.CapFits(i, h.Size-room, paths, now, load) })
+	if rest < 0 {
+		return no
+	}
+	return Decision{Path: j, Second: -1, Split: room, Rest: rest, Rule: r.Line}
+}
+
 // CapFits reports whether path i may carry n more bytes under the
 // policy's caps (a cap line naming it): its bytes so far (Sent) and n
 // within the cap's share of load when known (> 0), else of the bytes placed
 // so far and n. A known load is the base even once more bytes have been
 // placed: those are copies (tails, redundant requests) of its bytes.
 func (p *Policy) CapFits(i int, n int64, paths []PathState, now time.Time, load int64) bool {
+	return n <= p.CapRoom(i, n, paths, now, load)
+}
+
+// CapRoom is how many bytes path i may still carry under the policy's caps
+// when n bytes are placed over the paths (CapFits' base): MaxInt64 when no
+// cap names it, else at least 0.
+func (p *Policy) CapRoom(i int, n int64, paths []PathState, now time.Time, load int64) int64 {
+	room := int64(math.MaxInt64)
 	if len(p.Caps) == 0 { // Decide asks for every path of every request
-		return true
+		return room
 	}
 	total := load
 	if load <= 0 {
@@ -151,11 +193,13 @@ func (p *Policy) CapFits(i int, n int64, paths []PathState, now time.Time, load 
 		} else {
 			j = slices.IndexFunc(paths, func(ps PathState) bool { return ps.Name == c.Path })
 		}
-		if j == i && float64(paths[i].Sent+n)*100 > c.Pct*float64(total) {
-			return false
+		if j == i {
+			// n fits while (Sent + n) * 100 <= Pct * total.
+			left := math.Floor((c.Pct*float64(total) - float64(paths[i].Sent)*100) / 100)
+			room = min(room, int64(max(left, 0)))
 		}
 	}
-	return true
+	return room
 }
 
 // First reports whether a is placed before b when they are gathered
@@ -169,6 +213,22 @@ func First(a, b Hint) bool {
 		return ua < ub
 	}
 	return unknownLast(a.Size) < unknownLast(b.Size)
+}
+
+// Delay is how long after its batch is placed a gathered request goes
+// out: Stagger when the batch holds a more urgent request (a lower RFC 9218
+// urgency; unknown counts as the least urgent), else 0.
+func (p *Policy) Delay(h Hint, batch []Hint) time.Duration {
+	if p.Stagger <= 0 {
+		return 0
+	}
+	u := unknownLast(int64(h.Urgency))
+	for _, b := range batch {
+		if unknownLast(int64(b.Urgency)) < u {
+			return p.Stagger
+		}
+	}
+	return 0
 }
 
 func unknownLast(v int64) int64 {

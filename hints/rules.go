@@ -40,7 +40,11 @@ const (
 // would deliver them sooner), "hedge" (the rest asked for again on the path
 // that would deliver it soonest once the response is late against its own
 // path's measured RTT and bandwidth; the copy then clearly behind is
-// cancelled: ShouldHedge, Behind), "copies=P%" (this rule's tails and hedges
+// cancelled: ShouldHedge, Behind), "split" (when the caps leave the
+// preferred path less room than the object needs, its head, as much as
+// they leave, is asked for there by Range and the rest at once on the
+// cheapest path the caps allow, instead of the whole on that path),
+// "copies=P%" (this rule's tails and hedges
 // only while every copy's bytes, each charged whole, stay within P % of the
 // bytes placed so far, or of the load's when the client knows them: a
 // page's), "budget=N" (the preferred path takes this rule's
@@ -57,7 +61,12 @@ const (
 // together, the most urgent first (First), as a browser's scheduler orders
 // what the parser found at once: a capped path's bytes then go to the
 // document, style sheets and blocking scripts before the images found
-// beside them. "cap fast|cheap|NAME P%" (one per path preference) bounds
+// beside them. "stagger DURATION" (with a gather line) sends a gathered
+// batch's requests DURATION after its most urgent ones (Policy.Delay): a
+// server that starts every response a packet of requests asks for at once
+// fills the congestion window with whichever is ready first, and a
+// blocking script found beside three images came a round trip late behind
+// them (h75, issue 19: google on shunt's server). "cap fast|cheap|NAME P%" (one per path preference) bounds
 // the bytes the path so named carries in the load, its requests, redundant
 // copies, tails and hedges together, to P % of the load's bytes when the
 // client knows them (a page's), else of the bytes placed so far: a request
@@ -65,10 +74,11 @@ const (
 // cheapest path the caps allow, and a copy, tail or hedge beyond it is not
 // made (CapFits).
 type Policy struct {
-	Name   string
-	Gather time.Duration
-	Caps   []Cap
-	Rules  []Rule
+	Name    string
+	Gather  time.Duration
+	Stagger time.Duration // with Gather: a batch's less urgent requests wait this long more
+	Caps    []Cap
+	Rules   []Rule
 }
 
 // Cap bounds a path's share of a load's bytes (a "cap" line).
@@ -95,6 +105,7 @@ type Rule struct {
 	BudgetPct float64 // share of the bytes placed so far, percent; 0 none
 	Hedge     bool
 	CopyPct   float64 // tails' and hedges' bytes, percent of the bytes placed; 0 none
+	Split     bool    // over the path's cap: the head it leaves there, the rest elsewhere
 }
 
 func anyRule() Rule { return Rule{MinSize: -1, MaxSize: -1, MinUrg: -1, MaxUrg: -1} }
@@ -151,6 +162,8 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File
 // Parse reads a rule file; file names it in errors.
 func Parse(file, text string) (*Policy, error) {
 	p := &Policy{}
+	staggerLine := 0
+	var err error
 	for n, line := range strings.Split(text, "\n") {
 		ln := n + 1
 		if i := strings.IndexByte(line, '#'); i >= 0 {
@@ -182,16 +195,16 @@ func Parse(file, text string) (*Policy, error) {
 			continue
 		}
 		if v, ok := strings.CutPrefix(line, "gather "); ok {
-			g, err := time.ParseDuration(strings.TrimSpace(v))
-			switch {
-			case p.Gather != 0:
-				return nil, errf("a second gather line")
-			case len(p.Rules) > 0:
-				return nil, errf("the gather line must come before the rules")
-			case err != nil || g <= 0 || g > time.Second:
-				return nil, errf("gather %q: want a duration above 0 and at most 1s, such as 2ms", strings.TrimSpace(v))
+			if p.Gather, err = parseLead("gather", v, p.Gather, len(p.Rules)); err != nil {
+				return nil, errf("%v", err)
 			}
-			p.Gather = g
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "stagger "); ok {
+			if p.Stagger, err = parseLead("stagger", v, p.Stagger, len(p.Rules)); err != nil {
+				return nil, errf("%v", err)
+			}
+			staggerLine = ln
 			continue
 		}
 		if name, ok := strings.CutPrefix(line, "policy "); ok {
@@ -199,7 +212,7 @@ func Parse(file, text string) (*Policy, error) {
 			switch {
 			case p.Name != "":
 				return nil, errf("a second policy line (the policy is %q)", p.Name)
-			case len(p.Rules) > 0 || p.Gather != 0 || p.Caps != nil:
+			case len(p.Rules) > 0 || p.Gather != 0 || p.Stagger != 0 || p.Caps != nil:
 				return nil, errf("the policy line must come first")
 			case !validName(name):
 				return nil, errf("policy name %q: want letters, digits, '-', '_' or '.'", name)
@@ -221,7 +234,25 @@ func Parse(file, text string) (*Policy, error) {
 	if len(p.Rules) == 0 {
 		return nil, &LineError{File: file, Line: 1, Msg: "no rules"}
 	}
+	if p.Stagger > 0 && p.Gather == 0 {
+		return nil, &LineError{File: file, Line: staggerLine, Msg: "stagger delays a gathered batch's less urgent requests: give a gather line too"}
+	}
 	return p, nil
+}
+
+// parseLead reads the duration of a gather or stagger line (key), one of
+// each, before the rules (rules: how many came before it).
+func parseLead(key, v string, was time.Duration, rules int) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	switch {
+	case was != 0:
+		return 0, fmt.Errorf("a second %s line", key)
+	case rules > 0:
+		return 0, fmt.Errorf("the %s line must come before the rules", key)
+	case err != nil || d <= 0 || d > time.Second:
+		return 0, fmt.Errorf("%s %q: want a duration above 0 and at most 1s, such as 2ms", key, strings.TrimSpace(v))
+	}
+	return d, nil
 }
 
 func validName(s string) bool {
@@ -307,6 +338,8 @@ func parseRule(matchers, actions []string) (Rule, error) {
 			r.Redundant = true
 		case k == "hedge" && !hasV:
 			r.Hedge = true
+		case k == "split" && !hasV:
+			r.Split = true
 		case k == "copies" && hasV:
 			r.CopyPct, err = parsePercent(v)
 		case k == "tail" && hasV:
@@ -322,7 +355,7 @@ func parseRule(matchers, actions []string) (Rule, error) {
 				err = fmt.Errorf("budget=0: leave it out for no budget")
 			}
 		default:
-			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, hedge, copies=P%%, budget=N)", a)
+			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, hedge, copies=P%%, budget=N, split)", a)
 		}
 		if err != nil {
 			return r, err
@@ -336,6 +369,10 @@ func parseRule(matchers, actions []string) (Rule, error) {
 		return r, fmt.Errorf("hedge and tail=N on one rule: give one of them")
 	case r.CopyPct > 0 && !r.Hedge && r.Tail == 0:
 		return r, fmt.Errorf("copies=P%% bounds the bytes of a rule's hedges and tails: give hedge or tail=N")
+	case r.Split && (r.Redundant || r.Hedge || r.Tail > 0 || r.Budget > 0 || r.BudgetPct > 0):
+		// A split's two requests are the object's only copies, and a
+		// cap, not a rule's budget, says how much its path may take.
+		return r, fmt.Errorf("split goes with none of redundant, tail=N, hedge, budget=")
 	}
 	return r, nil
 }
@@ -425,6 +462,9 @@ func (p *Policy) String() string {
 	if p.Gather > 0 {
 		b.WriteString("gather " + p.Gather.String() + "\n")
 	}
+	if p.Stagger > 0 {
+		b.WriteString("stagger " + p.Stagger.String() + "\n")
+	}
 	for _, c := range p.Caps {
 		b.WriteString("cap " + c.Path + " " + strconv.FormatFloat(c.Pct, 'g', -1, 64) + "%\n")
 	}
@@ -477,6 +517,9 @@ func (r Rule) String() string {
 	}
 	if r.CopyPct > 0 {
 		a = append(a, "copies="+strconv.FormatFloat(r.CopyPct, 'g', -1, 64)+"%")
+	}
+	if r.Split {
+		a = append(a, "split")
 	}
 	if r.Budget > 0 {
 		a = append(a, "budget="+strconv.FormatInt(r.Budget, 10))

@@ -51,6 +51,12 @@ func TestHintedAgainstPeers(t *testing.T) {
 				func(g *mph2.Got, s mph2.HintedStats) bool { return s.Redundant == 1 && s.SecondWon == 1 && g.Path == 0 }},
 			{"tail", "* -> path=exp tail=1MB", true, "/big.jpg", img,
 				func(g *mph2.Got, s mph2.HintedStats) bool { return s.Tails == 1 && g.TailPath == 0 }},
+			// exp may carry 40 % of the 300000 bytes: the head by
+			// Range (0-119999) there, the rest (120000-) on cheap.
+			{"split", "cap exp 40%\n* -> path=exp split", false, "/big.jpg", img,
+				func(g *mph2.Got, s mph2.HintedStats) bool {
+					return s.Splits == 1 && s.Paths[1].Used == 120_000 && s.Paths[0].Used == 180_000 && s.Wasted == 0
+				}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				pol, err := hints.Parse(tc.name, tc.rules)
@@ -69,7 +75,10 @@ func TestHintedAgainstPeers(t *testing.T) {
 				defer h.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				g, err := h.Get(ctx, p.URL(tc.path), hints.FromHeaders(http.Header{"Sec-Fetch-Dest": {"document"}}), nil)
+				hint := hints.FromHeaders(http.Header{"Sec-Fetch-Dest": {"document"}})
+				// The size known, as a page's: the cap is a share of it.
+				hint.Size, h.Expect = int64(len(tc.want)), int64(len(tc.want))
+				g, err := h.Get(ctx, p.URL(tc.path), hint, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

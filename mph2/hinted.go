@@ -22,7 +22,9 @@ import (
 // redundant copy of a latency-critical request on a second path (the first
 // response to complete wins, the other is cancelled by RST_STREAM), and a
 // response's tail asked for again by Range on the other path when the policy
-// says that path would deliver it first.
+// says that path would deliver it first, and an object split in a head (by
+// Range) on the path a cap has that much room left on and the rest on
+// another, both at once.
 //
 // The path state the policy sees is measured: the RTT from the TCP
 // handshake, then HTTP/2 PINGs every PingInterval (smoothed as MP-H2's
@@ -111,6 +113,9 @@ type HintedStats struct {
 	// Reissued counts the objects asked for again after every request of
 	// theirs in flight failed with its path's connection.
 	Reissued int
+	// Splits counts the objects asked for in two parts, a head and the
+	// rest on another path (hints.Decision.Split).
+	Splits int
 }
 
 // HintedPathStats is one path's share.

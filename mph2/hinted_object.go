@@ -21,11 +21,13 @@ import (
 )
 
 // hcopy is one request of an object on one path: the whole object, or from
-// off on (a tail, or the rest after a connection died). The fields after
-// check are guarded by its object's mu.
+// off on (a tail, a split's rest, or the rest after a connection died), or
+// a split's head, up to end. The fields after check are guarded by its
+// object's mu.
 type hcopy struct {
 	path   int
 	off    int64
+	end    int64 // > 0: a head, the bytes before end (0: to the object's end); once the response came, where its bytes end
 	cancel context.CancelFunc
 	// learn: the hint had no size, so the response's length is counted on
 	// the path (Sent, and Queued until the copy ends) once it is known.
@@ -78,7 +80,8 @@ type hobject struct {
 	copies    []*hcopy // primary, redundant copy, tail, re-issues, in the order started
 	second    *hcopy   // the redundant copy
 	tail      *hcopy   // the tail or hedge
-	lead      *hcopy
+	lead      *hcopy   // the first copy from byte 0 whose response came
+	ref       *hcopy   // the first copy whose response came: the others must match it
 	winner    *hcopy
 	done      time.Time // the winner completed
 	err       error     // every copy failed
@@ -104,7 +107,7 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 	if err := h.awaitFirst(ctx); err != nil {
 		return nil, err
 	}
-	d := h.decide(hint)
+	d := h.decide(hint, hints.ParseUrgency(hdr.Get("Priority")))
 	if d.Path < 0 {
 		return nil, errors.New("mph2: the policy chose no path")
 	}
@@ -113,9 +116,14 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 		ended: make(chan struct{}), used: make([]int64, len(h.paths))}
 	o.cond = sync.NewCond(&o.mu)
 	o.ctx, o.cancel = context.WithCancel(ctx)
-	o.start(d.Path, 0, nil)
+	if d.Split > 0 {
+		o.start(d.Path, 0, d.Split, nil)
+		o.start(d.Rest, d.Split, 0, nil)
+	} else {
+		o.start(d.Path, 0, 0, nil)
+	}
 	if d.Redundant() {
-		o.second = o.start(d.Second, 0, nil)
+		o.second = o.start(d.Second, 0, 0, nil)
 	}
 	go o.run()
 	return o, nil
@@ -124,14 +132,15 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 // decide places a request by the policy and counts its bytes on the paths
 // it chose: at once, or, when the policy gathers, together with the requests
 // asked for within Policy.Gather of the first of them, the most urgent first
-// (hints.First).
-func (h *Hinted) decide(hint hints.Hint) hints.Decision {
+// (hints.First). urgency is what the request's Priority asks the server for
+// (-1: none), which a stagger goes by.
+func (h *Hinted) decide(hint hints.Hint, urgency int) hints.Decision {
 	h.mu.Lock()
 	if h.Policy.Gather <= 0 {
 		defer h.mu.Unlock()
 		return h.place(hint, time.Now())
 	}
-	w := gathered{hint, make(chan hints.Decision, 1)}
+	w := gathered{hint, urgency, make(chan hints.Decision, 1)}
 	h.batch = append(h.batch, w)
 	if len(h.batch) == 1 {
 		time.AfterFunc(h.Policy.Gather, h.placeBatch)
@@ -142,11 +151,13 @@ func (h *Hinted) decide(hint hints.Hint) hints.Decision {
 
 // gathered is a request waiting for its batch to be placed.
 type gathered struct {
-	hint hints.Hint
-	d    chan hints.Decision
+	hint    hints.Hint
+	urgency int // the request's Priority's; -1 none
+	d       chan hints.Decision
 }
 
-// placeBatch places the gathered requests, the most urgent first.
+// placeBatch places the gathered requests, the most urgent first, and lets
+// each go out after the policy's delay for it (Policy.Delay).
 func (h *Hinted) placeBatch() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -161,9 +172,23 @@ func (h *Hinted) placeBatch() {
 		}
 		return 0
 	})
+	// The server orders responses by the urgency the requests ask for,
+	// which may differ from the hint's (a page's async script asks u=1).
+	batch := make([]hints.Hint, len(b))
+	for i, w := range b {
+		batch[i] = w.hint
+		if w.urgency >= 0 {
+			batch[i].Urgency = w.urgency
+		}
+	}
 	now := time.Now()
-	for _, w := range b {
-		w.d <- h.place(w.hint, now)
+	for i, w := range b {
+		d := h.place(w.hint, now)
+		if wait := h.Policy.Delay(batch[i], batch); wait > 0 {
+			time.AfterFunc(wait, func() { w.d <- d })
+		} else {
+			w.d <- d // buffered: the caller may not be waiting yet
+		}
 	}
 }
 
@@ -174,27 +199,40 @@ func (h *Hinted) place(hint hints.Hint, now time.Time) hints.Decision {
 	if d.Path < 0 {
 		return d
 	}
-	placed := max(hint.Size, 0)
-	for _, p := range []int{d.Path, d.Second} {
-		if p >= 0 {
-			h.paths[p].sent += placed
-			h.paths[p].queued += placed
-		}
+	for p, n := range placedOn(d, max(hint.Size, 0)) {
+		h.paths[p].sent += n
+		h.paths[p].queued += n
 	}
 	if d.Redundant() {
 		h.stats.Redundant++
 	}
+	if d.Split > 0 {
+		h.stats.Splits++
+	}
 	return d
 }
 
-// start runs one copy of the object on path from offset off (check: see
-// hcopy).
-func (o *hobject) start(path int, off int64, check []byte) *hcopy {
+// placedOn is the bytes of a request of size bytes decision d puts on each
+// path: the whole on Path (and on Second), or a split's head and rest.
+func placedOn(d hints.Decision, size int64) map[int]int64 {
+	if d.Split > 0 {
+		return map[int]int64{d.Path: d.Split, d.Rest: size - d.Split}
+	}
+	on := map[int]int64{d.Path: size}
+	if d.Second >= 0 {
+		on[d.Second] = size
+	}
+	return on
+}
+
+// start runs one copy of the object on path from offset off, up to end (0:
+// the object's end; check: see hcopy).
+func (o *hobject) start(path int, off, end int64, check []byte) *hcopy {
 	cctx, cancel := context.WithCancel(o.ctx)
-	c := &hcopy{path: path, off: off, cancel: cancel, size: -1, learn: o.learn, check: check}
+	c := &hcopy{path: path, off: off, end: end, cancel: cancel, size: -1, learn: o.learn, check: check}
 	hdr := o.hdr
-	if off > 0 {
-		hdr = o.rangeHeader(off)
+	if off > 0 || end > 0 {
+		hdr = o.rangeHeader(off, end)
 	}
 	o.mu.Lock()
 	o.copies = append(o.copies, c)
@@ -206,17 +244,25 @@ func (o *hobject) start(path int, off int64, check []byte) *hcopy {
 	return c
 }
 
-// rangeHeader is the request header of a tail from off: Range, and
-// If-Range with the lead's strong validator when it has one, so a changed
-// representation comes back whole (200) and fails the tail.
-func (o *hobject) rangeHeader(off int64) http.Header {
+// rangeHeader is the request header of a tail from off (or a head up to
+// end): Range, and If-Range with the lead's strong validator when it has
+// one, so a changed representation comes back whole (200) and fails the
+// tail. A split's two requests go out before any response: no If-Range.
+func (o *hobject) rangeHeader(off, end int64) http.Header {
 	hdr := o.hdr.Clone()
 	if hdr == nil {
 		hdr = http.Header{}
 	}
-	hdr.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
+	last := ""
+	if end > 0 {
+		last = strconv.FormatInt(end-1, 10)
+	}
+	hdr.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+last)
 	o.mu.Lock()
-	lead := o.lead.header
+	var lead http.Header
+	if o.lead != nil {
+		lead = o.lead.header
+	}
 	o.mu.Unlock()
 	if v := validator(lead); v != "" {
 		hdr.Set("If-Range", v)
@@ -225,19 +271,19 @@ func (o *hobject) rangeHeader(off int64) http.Header {
 }
 
 // run owns the copies until they have all ended: the first to complete
-// wins and the others are cancelled; a tail is asked for when the policy
-// says so; the object is asked for again when the last copy running
-// failed with its connection.
+// the object (with the copies before it: a split's head and rest) wins and
+// the others are cancelled; a tail is asked for when the policy says so;
+// the object is asked for again from the bytes held when the last copy
+// running failed with its connection, or a split's part completed after
+// the other failed so.
 func (o *hobject) run() {
 	h, d := o.h, o.d
 	defer close(o.ended)
 	defer o.cancel()
 	defer func() {
 		h.mu.Lock()
-		for _, p := range []int{d.Path, d.Second} {
-			if p >= 0 {
-				h.paths[p].queued -= o.placed
-			}
+		for p, n := range placedOn(d, o.placed) {
+			h.paths[p].queued -= n
 		}
 		h.mu.Unlock()
 	}()
@@ -252,6 +298,7 @@ func (o *hobject) run() {
 	}
 	ended := map[*hcopy]bool{}
 	var errs []error
+	var lost *hcopy // the last copy that failed with its connection
 	for running > 0 {
 		select {
 		case ev := <-o.events:
@@ -261,32 +308,39 @@ func (o *hobject) run() {
 				h.mu.Lock()
 				errs = append(errs, fmt.Errorf("path %s: %w", h.stats.Paths[ev.c.path].Name, ev.err))
 				h.mu.Unlock()
-				if running > 0 {
-					continue
+				lost = nil // asked again only when the last failure is the connection's
+				if connLost(ev.err) {
+					lost = ev.c
 				}
-				if connLost(ev.err) && o.ctx.Err() == nil {
-					err := o.reissue(ev.c.path)
-					if err == nil {
-						// The tail rule judged the lead's transfer,
-						// which has ended.
-						running, tick, errs = 1, nil, errs[:0]
-						continue
-					}
-					errs = append(errs, err)
+			} else if o.whole() {
+				o.win(ev.c)
+				for ; running > 0; running-- {
+					<-o.events
 				}
-				o.mu.Lock()
-				o.err = errors.Join(errs...)
-				if o.retry.n > 0 {
-					o.err = fmt.Errorf("asked again %d times: %w", o.retry.n, o.err)
-				}
-				o.cond.Broadcast()
-				o.mu.Unlock()
 				continue
 			}
-			o.win(ev.c)
-			for ; running > 0; running-- {
-				<-o.events
+			// A copy failed, or a split's part is done without the
+			// other's bytes.
+			if running > 0 {
+				continue
 			}
+			if lost != nil && o.ctx.Err() == nil {
+				err := o.reissue(lost.path)
+				if err == nil {
+					// The tail rule judged the lead's transfer,
+					// which has ended.
+					running, tick, errs, lost = 1, nil, errs[:0], nil
+					continue
+				}
+				errs = append(errs, err)
+			}
+			o.mu.Lock()
+			o.err = errors.Join(errs...)
+			if o.retry.n > 0 {
+				o.err = fmt.Errorf("asked again %d times: %w", o.retry.n, o.err)
+			}
+			o.cond.Broadcast()
+			o.mu.Unlock()
 		case <-tick:
 			o.mu.Lock()
 			tail := o.tail
@@ -304,6 +358,21 @@ func (o *hobject) run() {
 			}
 		}
 	}
+}
+
+// whole reports whether the copies hold every byte of the object (a
+// split's head and rest, or any copy that completed).
+func (o *hobject) whole() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ref == nil {
+		return false
+	}
+	spans := make([]span, len(o.copies))
+	for i, c := range o.copies {
+		spans[i] = span{c.off, c.got}
+	}
+	return held(spans) >= o.ref.size
 }
 
 // transfer is c's progress for the policy, its size the hint's until the
@@ -358,7 +427,7 @@ func (o *hobject) askRest() bool {
 	if j < 0 {
 		return false
 	}
-	c := o.start(j, tr.Received, nil)
+	c := o.start(j, tr.Received, 0, nil)
 	o.mu.Lock()
 	o.tail = c
 	o.mu.Unlock()
@@ -414,23 +483,24 @@ func (o *hobject) win(c *hcopy) {
 	}
 }
 
-// admit checks a copy's response against the lead's (the first response
-// becomes the lead): the same length and the same validators. o.mu is held.
+// admit checks a copy's response against the first (ref): the same length
+// and the same validators. The first copy from byte 0 to respond becomes
+// the lead (a split's rest may respond before its head). o.mu is held.
 func (o *hobject) admit(c *hcopy, hdr http.Header, size int64) error {
-	if o.lead == nil {
-		if c.off > 0 {
-			return errors.New("a tail before any response")
+	if ref := o.ref; ref != nil {
+		if size != ref.size {
+			return fmt.Errorf("%d bytes, the first response %d", size, ref.size)
 		}
+		for _, k := range validators {
+			if v := ref.header.Get(k); v != "" && hdr.Get(k) != v {
+				return fmt.Errorf("%s %q, the first response's %q", k, hdr.Get(k), v)
+			}
+		}
+	} else {
+		o.ref = c
+	}
+	if o.lead == nil && c.off == 0 {
 		o.lead = c
-		return nil
-	}
-	if size != o.lead.size {
-		return fmt.Errorf("%d bytes, the first response %d", size, o.lead.size)
-	}
-	for _, k := range validators {
-		if v := o.lead.header.Get(k); v != "" && hdr.Get(k) != v {
-			return fmt.Errorf("%s %q, the first response's %q", k, hdr.Get(k), v)
-		}
 	}
 	return nil
 }
@@ -529,7 +599,7 @@ func (o *hobject) reissue(failed int) error {
 		p := reissuePath(live, rtt, failed)
 		if p >= 0 {
 			r := planResume(spans, v)
-			o.start(p, r.off, o.held(r.check))
+			o.start(p, r.off, 0, o.held(r.check))
 			h.mu.Lock()
 			h.stats.Reissued++
 			h.mu.Unlock()
@@ -598,8 +668,15 @@ func (o *hobject) Close() error {
 // there is one. o.mu is held.
 func (o *hobject) got() *Got {
 	g := &Got{Decision: o.d, Path: -1, TailPath: -1, Request: o.req, Done: o.done}
-	if o.lead != nil {
-		g.Status, g.Header, g.Path = o.lead.status, o.lead.header, o.lead.path
+	if l := o.lead; l != nil {
+		g.Status, g.Header, g.Path = l.status, l.header, l.path
+		if l.end < l.size {
+			// A split's head (206): the object the caller asked for
+			// is the whole representation.
+			g.Status, g.Header = http.StatusOK, l.header.Clone()
+			g.Header.Del("Content-Range")
+			g.Header.Set("Content-Length", strconv.FormatInt(l.size, 10))
+		}
 	}
 	if w := o.winner; w != nil && w != o.tail {
 		g.Path = w.path
@@ -651,26 +728,33 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	defer resp.Body.Close() // before the end: RST_STREAM (CANCEL)
 	now := time.Now()
 	size := resp.ContentLength
+	end := c.end
 	switch {
-	case c.off == 0 && resp.StatusCode != http.StatusOK:
+	case c.off == 0 && end > 0 && resp.StatusCode == http.StatusOK:
+		end = 0 // a server without ranges sends a split's head whole
+	case c.off == 0 && end == 0 && resp.StatusCode != http.StatusOK:
 		return finalError{fmt.Errorf("status %s", resp.Status)}
-	case c.off > 0 && resp.StatusCode != http.StatusPartialContent:
+	case resp.StatusCode != http.StatusPartialContent && (c.off > 0 || end > 0):
 		return finalError{fmt.Errorf("from byte %d: status %s (no ranges, or the representation changed)", c.off, resp.Status)}
-	case c.off > 0:
-		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off); err != nil {
+	}
+	if c.off > 0 || end > 0 {
+		if size, err = rangeTotal(resp.Header.Get("Content-Range"), c.off, end); err != nil {
 			return finalError{err}
 		}
 	}
 	if size < 0 {
 		return finalError{errors.New("response without a length")}
 	}
+	if end == 0 || end > size {
+		end = size
+	}
 	o.mu.Lock()
 	if err := o.admit(c, resp.Header, size); err != nil {
 		o.mu.Unlock()
 		return finalError{err}
 	}
-	c.status, c.header, c.size, c.first, c.last = resp.StatusCode, resp.Header, size, now, now
-	c.buf = make([]byte, size-c.off)
+	c.status, c.header, c.size, c.first, c.last, c.end = resp.StatusCode, resp.Header, size, now, now, end
+	c.buf = make([]byte, end-c.off)
 	o.cond.Broadcast()
 	o.mu.Unlock()
 	if c.learn {
@@ -709,12 +793,15 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	return nil
 }
 
-// rangeTotal checks a Content-Range of bytes off-(total-1)/total and
-// returns total.
-func rangeTotal(cr string, off int64) (int64, error) {
+// rangeTotal checks a Content-Range of bytes off-(end-1)/total, or with
+// end 0 off-(total-1)/total, and returns total.
+func rangeTotal(cr string, off, end int64) (int64, error) {
 	first, last, total, err := content.ParseContentRange(cr)
-	if err != nil || first != off || last != total-1 {
+	if end == 0 && (err != nil || first != off || last != total-1) {
 		return 0, fmt.Errorf("Content-Range %q: want bytes %d-LAST/TOTAL to the end", cr, off)
+	}
+	if end > 0 && (err != nil || first != off || last != min(end, total)-1) {
+		return 0, fmt.Errorf("Content-Range %q: want bytes %d-%d/TOTAL", cr, off, end-1)
 	}
 	return total, nil
 }

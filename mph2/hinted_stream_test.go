@@ -101,26 +101,33 @@ func startRoundTrip(t *testing.T, h *Hinted, hdr http.Header) func() *http.Respo
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://origin.test/obj", nil)
 	req.Header = hdr
+	return background(t, "response", func() (*http.Response, error) { return h.RoundTrip(req) })
+}
+
+// background runs f in the background; the function returned waits for
+// its result (what, in the failure after 5 s without one).
+func background[T any](t *testing.T, what string, f func() (T, error)) func() T {
 	type result struct {
-		res *http.Response
+		v   T
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		res, err := h.RoundTrip(req)
-		ch <- result{res, err}
+		v, err := f()
+		ch <- result{v, err}
 	}()
-	return func() *http.Response {
+	return func() T {
 		t.Helper()
 		select {
 		case r := <-ch:
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
-			return r.res
+			return r.v
 		case <-time.After(5 * time.Second):
-			t.Fatal("no response")
-			return nil
+			t.Fatalf("no %s", what)
+			var zero T
+			return zero
 		}
 	}
 }

@@ -54,8 +54,9 @@ type MultipathStats struct {
 	Paths []PathStats
 	// Redundant requests, and of them those whose second copy won; tails
 	// and hedges re-requested, and those that won; copies cancelled as
-	// clearly behind (mph2.HintedStats.Cut).
-	Redundant, SecondWon, Tails, TailWon, Cut int
+	// clearly behind (mph2.HintedStats.Cut); objects split in a head and
+	// the rest on two paths.
+	Redundant, SecondWon, Tails, TailWon, Cut, Splits int
 	// Wasted: body bytes read and thrown away (hinted); for MP-H2, the
 	// bytes its streams received past their moved ends.
 	Wasted int64
@@ -192,7 +193,7 @@ func (m *Multipath) Stats() MultipathStats {
 	if m.h != nil {
 		c = m.h.Client
 		hs := m.h.Stats()
-		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Cut, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Cut, hs.Wasted
+		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Cut, s.Splits, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Cut, hs.Splits, hs.Wasted
 		for i, p := range hs.Paths {
 			s.Paths[i].Requests, s.Paths[i].Used, s.Paths[i].Loss = p.Requests, p.Used, p.Loss
 		}

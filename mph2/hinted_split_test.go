@@ -1,0 +1,138 @@
+package mph2
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shunt-net/shunt/hints"
+)
+
+// A split over the loopback server: with exp capped at 40 % of a
+// 50000-byte load, the object's first 20000 bytes come by Range from exp
+// and the other 30000 from cheap at once; every byte checked. A second
+// object finds exp full and goes whole on cheap.
+func TestHintedSplit(t *testing.T) {
+	h, base := startHinted(t, "cap exp 40%\n* -> path=exp split", loopPath("", 0, 0), loopPath("", 0, 0))
+	h.Expect = 60000
+	g := getChecked(t, h, base, 50000, hints.Hint{Class: hints.Script, Size: 50000, Urgency: 1})
+	s := h.Stats()
+	if g.Decision.Split != 24000 || s.Splits != 1 || s.Paths[1].Used != 24000 || s.Paths[0].Used != 26000 || s.Paths[0].Requests != 1 || s.Paths[1].Requests != 1 || s.Wasted != 0 {
+		t.Errorf("decision %+v, stats %+v: want 24000 bytes (40 %% of 60000) from exp, 26000 from cheap, one request each", g.Decision, s)
+	}
+	g = getChecked(t, h, base, 10000, hints.Hint{Class: hints.Script, Size: 10000, Urgency: 1})
+	if s := h.Stats(); g.Decision.Split != 0 || g.Path != 0 || s.Paths[1].Used != 24000 {
+		t.Errorf("second object: decision %+v on path %d, exp used %d; want it whole on cheap", g.Decision, g.Path, s.Paths[1].Used)
+	}
+}
+
+// getAsync asks for the object with hint (and extra request headers hdr)
+// through Get in the background.
+func getAsync(t *testing.T, h *Hinted, hint hints.Hint, hdr http.Header) func() *Got {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return background(t, "object", func() (*Got, error) { return h.Get(ctx, "http://origin.test/obj", hint, hdr) })
+}
+
+// answerPart checks that x asks for want's bytes [off, end) (end 0: to the
+// end) and answers them: 206, ETag v1; the body is written by the caller.
+func answerPart(t *testing.T, x *fakeExchange, want []byte, off, end int) *io.PipeWriter {
+	t.Helper()
+	last := ""
+	if end > 0 {
+		last = fmt.Sprint(end - 1)
+	} else {
+		end = len(want)
+	}
+	if r := x.req.Header.Get("Range"); r != fmt.Sprintf("bytes=%d-%s", off, last) {
+		t.Fatalf("asked with Range %q, want bytes=%d-%s", r, off, last)
+	}
+	hdr := objHeader(`"v1"`)
+	hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, end-1, len(want)))
+	return x.answer(206, hdr, int64(end-off))
+}
+
+// splitPolicy caps exp at 40 % of a 50000-byte load: a 50000-byte object
+// is split at 20000.
+func splitHinted(t *testing.T) (*Hinted, [2]*fakePath, []byte) {
+	h, fakes := fakeHinted(t, "cap exp 40%\n* -> path=exp split")
+	h.Expect = 50000
+	return h, fakes, object(50000)
+}
+
+// The rest (on cheap) may answer before the head: the object is whole once
+// both are, its bytes in order.
+func TestHintedSplitRestFirst(t *testing.T) {
+	h, fakes, want := splitHinted(t)
+	got := getAsync(t, h, hints.Hint{Class: hints.Script, Size: 50000, Urgency: 1}, nil)
+	head, rest := fakes[1].next(t), fakes[0].next(t)
+	write(t, answerPart(t, rest, want, 20000, 0), want[20000:])
+	write(t, answerPart(t, head, want, 0, 20000), want[:20000])
+	g := got()
+	if !bytes.Equal(g.Body, want) || g.Status != http.StatusOK || g.Header.Get("Content-Range") != "" || g.Header.Get("Content-Length") != "50000" {
+		t.Fatalf("status %d, header %v, body of %d bytes: want 200 and the object's", g.Status, g.Header, len(g.Body))
+	}
+	if s := h.Stats(); s.Splits != 1 || s.Paths[1].Used != 20000 || s.Paths[0].Used != 30000 || s.Wasted != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// The head's connection dies after 5000 bytes while the rest completes on
+// cheap: the object is asked for again from byte 5000 (on cheap, exp's
+// connection being the one lost) and delivered whole.
+func TestHintedSplitHeadLost(t *testing.T) {
+	h, fakes, want := splitHinted(t)
+	got := getAsync(t, h, hints.Hint{Class: hints.Script, Size: 50000, Urgency: 1}, nil)
+	head, rest := fakes[1].next(t), fakes[0].next(t)
+	pw := answerPart(t, head, want, 0, 20000)
+	write(t, pw, want[:5000])
+	write(t, answerPart(t, rest, want, 20000, 0), want[20000:])
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	answerRange(t, fakes[0].next(t), want, 5000)
+	if g := got(); !bytes.Equal(g.Body, want) {
+		t.Fatalf("body of %d bytes differs from the object", len(g.Body))
+	}
+	if s := h.Stats(); s.Splits != 1 || s.Reissued != 1 {
+		t.Errorf("stats %+v: want one split, asked again once", s)
+	}
+}
+
+// A server without ranges answers the head whole (200): it completes the
+// object alone.
+func TestHintedSplitNoRanges(t *testing.T) {
+	h, fakes, want := splitHinted(t)
+	got := getAsync(t, h, hints.Hint{Class: hints.Script, Size: 50000, Urgency: 1}, nil)
+	head, _ := fakes[1].next(t), fakes[0].next(t)
+	write(t, head.answer(http.StatusOK, objHeader(`"v1"`), int64(len(want))), want)
+	if g := got(); !bytes.Equal(g.Body, want) || g.Path != 1 {
+		t.Fatalf("body of %d bytes (path %d): want the object, from exp", len(g.Body), g.Path)
+	}
+}
+
+// Stagger: in a gathered batch, the image (u=2) goes out the stagger after
+// the script beside it, which asks for u=1 in its Priority header though
+// its hint (an async script) says 3, as a page's async script does in the
+// replay: the server orders by what the request asks.
+func TestHintedStagger(t *testing.T) {
+	h, fakes := fakeHinted(t, "gather 200ms\nstagger 300ms\n* -> path=cheap")
+	img := getAsync(t, h, hints.Hint{Class: hints.Image, Size: 100, Urgency: 2}, http.Header{"Priority": {"u=2, i"}})
+	script := getAsync(t, h, hints.Hint{Class: hints.AsyncScript, Size: 100, Urgency: 3}, http.Header{"Priority": {"u=1"}})
+	first := fakes[0].next(t)
+	at := time.Now()
+	second := fakes[0].next(t)
+	gap := time.Since(at)
+	if first.req.Header.Get("Priority") != "u=1" || gap < 250*time.Millisecond {
+		t.Errorf("first request asks %q, the second came %v later; want the script's u=1 first, the image a stagger (300ms) later", first.req.Header.Get("Priority"), gap)
+	}
+	body := object(100)
+	for _, x := range []*fakeExchange{first, second} {
+		write(t, x.answer(http.StatusOK, objHeader(`"v1"`), 100), body)
+	}
+	img()
+	script()
+}
