@@ -1,10 +1,12 @@
 package multipath
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -224,6 +226,9 @@ func runSimWith(cfg simConfig, checkEveryEvent bool, seen func(*Scheduler)) (sim
 		}
 	})
 	for i, pc := range cfg.Paths {
+		if !slices.IsSortedFunc(pc.Rate, func(a, b rateStep) int { return cmp.Compare(a.At, b.At) }) {
+			return simResult{}, fmt.Errorf("path %d: rate steps out of time order", i)
+		}
 		m.srv = append(m.srv, &server{cfg: pc})
 		p := PathID(i)
 		m.at(0, func() { m.ping(p) })
@@ -299,14 +304,13 @@ func (m *sim) clock() time.Time { return epoch.Add(m.now) }
 
 func (m *sim) half(p PathID) time.Duration { return m.srv[p].cfg.RTT / 2 }
 
+// rate is path p's rate now: its last step at or before now (the first
+// step's before it). Steps are in time order (runSimWith checks), so a
+// search: a trace's steps are thousands (TestInteractiveOutageTraces).
 func (m *sim) rate(p PathID) float64 {
-	r := m.srv[p].cfg.Rate[0].Bps
-	for _, st := range m.srv[p].cfg.Rate {
-		if st.At <= m.now {
-			r = st.Bps
-		}
-	}
-	return r
+	r := m.srv[p].cfg.Rate
+	i := sort.Search(len(r), func(i int) bool { return r[i].At > m.now })
+	return r[max(i-1, 0)].Bps
 }
 
 // apply carries out the scheduler's actions as the client would.
