@@ -138,9 +138,11 @@ type Conn struct {
 	parkToken uint64
 	parkAdded bool
 	ended     func() // the server's end of the connection, after the read loop
-	// busy counts open streams, running handlers and a running writer
-	// (changed under mu with the fields it mirrors), for the reader to
-	// tell a busy connection without the lock; waitState is park.go's.
+	// busyN counts open streams, running handlers and a running writer,
+	// under mu with the fields it mirrors (addBusyLocked); busy is 1 while
+	// busyN > 0, else 0, for the reader to tell a busy connection without
+	// the lock; waitState is park.go's.
+	busyN     int32
 	busy      atomic.Int32
 	waitState atomic.Int32
 	// dataIn counts DATA payload read (DataReceived), a frame read in
@@ -280,7 +282,7 @@ func (c *Conn) wakeWriterLocked() {
 		return
 	}
 	c.writerRunning = true
-	c.busy.Add(1)
+	c.addBusyLocked(1)
 	c.writers.Add(1)
 	c.takeWriteBuffers()
 	go c.writeLoop()

@@ -60,7 +60,7 @@ func (c *Conn) goHandler(st *stream, req *http.Request) {
 // countHandlerLocked counts a handler about to run.
 func (c *Conn) countHandlerLocked() {
 	c.handlers++
-	c.busy.Add(1)
+	c.addBusyLocked(1)
 }
 
 // handOff runs a counted handler on a handler goroutine.

@@ -588,7 +588,7 @@ func (c *Conn) handlerDone(st *stream, req *http.Request, p any, inline bool) {
 	}
 	c.mu.Lock()
 	c.handlers--
-	c.busy.Add(-1)
+	c.addBusyLocked(-1)
 	c.nudgeLocked()
 	if inline {
 		st.rw.header = nil // the connection's, for its next inline response

@@ -189,7 +189,7 @@ func (c *Conn) openStream(st *stream, id uint32, ours bool) *stream {
 	} else {
 		c.activePeer++
 	}
-	c.busy.Add(1)
+	c.addBusyLocked(1)
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
@@ -239,7 +239,7 @@ func (c *Conn) closeStreamLocked(st *stream, err error) {
 	} else {
 		c.activePeer--
 	}
-	c.busy.Add(-1)
+	c.addBusyLocked(-1)
 	c.slotWait.Signal()
 	if err != nil {
 		if st.recv.err == nil {

@@ -79,7 +79,7 @@ func (c *Conn) writeLoop() {
 		for !c.hasWorkLocked() {
 			if c.closed {
 				c.writerRunning = false
-				c.busy.Add(-1)
+				c.addBusyLocked(-1)
 				c.mu.Unlock()
 				return
 			}
@@ -106,7 +106,7 @@ func (c *Conn) writeLoop() {
 			if !c.keepWriter && c.writerIdleLocked() {
 				// Idle: no goroutine nor buffers until there is output.
 				c.writerRunning = false
-				c.busy.Add(-1)
+				c.addBusyLocked(-1)
 				c.nudgeLocked()
 				c.putWriteBuffersLocked(batch) // with the control queues' arrays
 				owned = false
