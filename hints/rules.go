@@ -66,7 +66,8 @@ const (
 // server that starts every response a packet of requests asks for at once
 // fills the congestion window with whichever is ready first, and a
 // blocking script found beside three images came a round trip late behind
-// them (h75, issue 19: google on shunt's server). "cap fast|cheap|NAME P%" (one per path preference) bounds
+// them (h75, issue 19: google on shunt's server). The delay runs from the
+// placing: requests that wait for a path's handshake leave together. "cap fast|cheap|NAME P%" (one per path preference) bounds
 // the bytes the path so named carries in the load, its requests, redundant
 // copies, tails and hedges together, to P % of the load's bytes when the
 // client knows them (a page's), else of the bytes placed so far: a request
