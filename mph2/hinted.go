@@ -92,6 +92,8 @@ type hintedPath struct {
 	loss      float64
 	sent      int64 // body bytes placed on the path (for budgets)
 	queued    int64 // body bytes placed and not yet done
+	// lastTurn is the turn of the copy last placed on the path (nextTurn).
+	lastTurn *turn
 }
 
 // HintedStats is what a Hinted did since Start.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strconv"
 	"sync"
@@ -107,7 +108,8 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 	if err := h.awaitFirst(ctx); err != nil {
 		return nil, err
 	}
-	d := h.decide(hint, hints.ParseUrgency(hdr.Get("Priority")))
+	pl := h.decide(hint, hints.ParseUrgency(hdr.Get("Priority")))
+	d := pl.Decision
 	if d.Path < 0 {
 		return nil, errors.New("mph2: the policy chose no path")
 	}
@@ -117,13 +119,13 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 	o.cond = sync.NewCond(&o.mu)
 	o.ctx, o.cancel = context.WithCancel(ctx)
 	if d.Split > 0 {
-		o.start(d.Path, 0, d.Split, nil)
-		o.start(d.Rest, d.Split, 0, nil)
+		o.start(d.Path, 0, d.Split, nil, pl.turns[d.Path])
+		o.start(d.Rest, d.Split, 0, nil, pl.turns[d.Rest])
 	} else {
-		o.start(d.Path, 0, 0, nil)
+		o.start(d.Path, 0, 0, nil, pl.turns[d.Path])
 	}
 	if d.Redundant() {
-		o.second = o.start(d.Second, 0, 0, nil)
+		o.second = o.start(d.Second, 0, 0, nil, pl.turns[d.Second])
 	}
 	go o.run()
 	return o, nil
@@ -134,13 +136,13 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 // asked for within Policy.Gather of the first of them, the most urgent first
 // (hints.First). urgency is what the request's Priority asks the server for
 // (-1: none), which a stagger goes by.
-func (h *Hinted) decide(hint hints.Hint, urgency int) hints.Decision {
+func (h *Hinted) decide(hint hints.Hint, urgency int) placed {
 	h.mu.Lock()
 	if h.Policy.Gather <= 0 {
 		defer h.mu.Unlock()
-		return h.place(hint, time.Now())
+		return h.turnsFor(h.place(hint, time.Now()))
 	}
-	w := gathered{hint, urgency, make(chan hints.Decision, 1)}
+	w := gathered{hint, urgency, make(chan placed, 1)}
 	h.batch = append(h.batch, w)
 	if len(h.batch) == 1 {
 		time.AfterFunc(h.Policy.Gather, h.placeBatch)
@@ -153,8 +155,79 @@ func (h *Hinted) decide(hint hints.Hint, urgency int) hints.Decision {
 type gathered struct {
 	hint    hints.Hint
 	urgency int // the request's Priority's; -1 none
-	d       chan hints.Decision
+	d       chan placed
 }
+
+// byFirst compares as hints.First orders.
+func byFirst(x, y hints.Hint) int {
+	switch {
+	case hints.First(x, y):
+		return -1
+	case hints.First(y, x):
+		return 1
+	}
+	return 0
+}
+
+// placed is a decision and the turns of its copies on their paths, taken
+// as it was let go.
+type placed struct {
+	hints.Decision
+	turns map[int]*turn
+}
+
+// turn orders the requests of a path: a copy sends its request once the
+// copy placed on the path before it has sent its own (or ended), so the
+// requests leave in the order placed, the most urgent of a batch first.
+// Each copy runs in a goroutine of its own, and goroutines released
+// together (a batch placed, a connection's handshake done) run in no set
+// order (Go runs the newest first): requests of one batch reached the
+// server in any order, which answers in arrival order those that ask for
+// the same urgency, and the order h75 saw on hints-latency's google was
+// three u=2 images ahead of the u=1 script placed before them.
+type turn struct {
+	prev <-chan struct{} // closed when the previous copy's request is sent; nil: none
+	sent chan struct{}
+	once sync.Once
+}
+
+// nextTurn is the turn of a copy placed on path p now; h.mu is held.
+func (h *Hinted) nextTurn(p int) *turn {
+	t := &turn{sent: make(chan struct{})}
+	if last := h.paths[p].lastTurn; last != nil {
+		t.prev = last.sent
+	}
+	h.paths[p].lastTurn = t
+	return t
+}
+
+// turnsFor takes the turns of d's copies; h.mu is held.
+func (h *Hinted) turnsFor(d hints.Decision) placed {
+	pl := placed{Decision: d, turns: map[int]*turn{}}
+	if d.Path < 0 {
+		return pl
+	}
+	for p := range placedOn(d, 0) {
+		pl.turns[p] = h.nextTurn(p)
+	}
+	return pl
+}
+
+// wait returns when the previous copy's request has been sent.
+func (t *turn) wait(ctx context.Context) error {
+	if t.prev == nil {
+		return nil
+	}
+	select {
+	case <-t.prev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// done lets the next copy on the path send its request.
+func (t *turn) done() { t.once.Do(func() { close(t.sent) }) }
 
 // placeBatch places the gathered requests, the most urgent first, and lets
 // each go out after the policy's delay for it (Policy.Delay).
@@ -163,15 +236,7 @@ func (h *Hinted) placeBatch() {
 	defer h.mu.Unlock()
 	b := h.batch
 	h.batch = nil
-	slices.SortStableFunc(b, func(x, y gathered) int {
-		switch {
-		case hints.First(x.hint, y.hint):
-			return -1
-		case hints.First(y.hint, x.hint):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b, func(x, y gathered) int { return byFirst(x.hint, y.hint) })
 	// The server orders responses by the urgency the requests ask for,
 	// which may differ from the hint's (a page's async script asks u=1).
 	batch := make([]hints.Hint, len(b))
@@ -182,12 +247,30 @@ func (h *Hinted) placeBatch() {
 		}
 	}
 	now := time.Now()
+	ds := make([]hints.Decision, len(b))
 	for i, w := range b {
-		d := h.place(w.hint, now)
+		ds[i] = h.place(w.hint, now)
+	}
+	// They go out (take their turns) in the order the server should answer
+	// them, by what they ask it for, which the placing's order need not be.
+	out := make([]int, len(b))
+	for i := range out {
+		out[i] = i
+	}
+	slices.SortStableFunc(out, func(x, y int) int { return byFirst(batch[x], batch[y]) })
+	for _, i := range out {
+		w, d := b[i], ds[i]
 		if wait := h.Policy.Delay(batch[i], batch); wait > 0 {
-			time.AfterFunc(wait, func() { w.d <- d })
+			// Its turns are taken as it is let go, behind the requests
+			// that went out meanwhile.
+			time.AfterFunc(wait, func() {
+				h.mu.Lock()
+				pl := h.turnsFor(d)
+				h.mu.Unlock()
+				w.d <- pl
+			})
 		} else {
-			w.d <- d // buffered: the caller may not be waiting yet
+			w.d <- h.turnsFor(d) // buffered: the caller may not be waiting yet
 		}
 	}
 }
@@ -227,7 +310,7 @@ func placedOn(d hints.Decision, size int64) map[int]int64 {
 
 // start runs one copy of the object on path from offset off, up to end (0:
 // the object's end; check: see hcopy).
-func (o *hobject) start(path int, off, end int64, check []byte) *hcopy {
+func (o *hobject) start(path int, off, end int64, check []byte, t *turn) *hcopy {
 	cctx, cancel := context.WithCancel(o.ctx)
 	c := &hcopy{path: path, off: off, end: end, cancel: cancel, size: -1, learn: o.learn, check: check}
 	hdr := o.hdr
@@ -239,8 +322,11 @@ func (o *hobject) start(path int, off, end int64, check []byte) *hcopy {
 	o.mu.Unlock()
 	o.h.mu.Lock()
 	o.h.stats.Paths[path].Requests++
+	if t == nil { // a copy made later (tail, hedge, retry) takes its turn now
+		t = o.h.nextTurn(path)
+	}
 	o.h.mu.Unlock()
-	go func() { o.events <- copyDone{c, o.h.fetchCopy(cctx, o, c, o.rawURL, hdr)} }()
+	go func() { o.events <- copyDone{c, o.h.fetchCopy(cctx, o, c, o.rawURL, hdr, t)} }()
 	return c
 }
 
@@ -427,7 +513,7 @@ func (o *hobject) askRest() bool {
 	if j < 0 {
 		return false
 	}
-	c := o.start(j, tr.Received, 0, nil)
+	c := o.start(j, tr.Received, 0, nil, nil)
 	o.mu.Lock()
 	o.tail = c
 	o.mu.Unlock()
@@ -599,7 +685,7 @@ func (o *hobject) reissue(failed int) error {
 		p := reissuePath(live, rtt, failed)
 		if p >= 0 {
 			r := planResume(spans, v)
-			o.start(p, r.off, 0, o.held(r.check))
+			o.start(p, r.off, 0, o.held(r.check), nil)
 			h.mu.Lock()
 			h.stats.Reissued++
 			h.mu.Unlock()
@@ -706,15 +792,19 @@ func (o *hobject) awaitLead() (*Got, error) {
 
 // fetchCopy runs one copy: the request on its path, the body read into
 // its buffer, each read passed on to the object's stream.
-func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL string, hdr http.Header) error {
+func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL string, hdr http.Header, t *turn) error {
+	defer t.done() // also when the request never went out
 	pc, err := h.liveConn(ctx, c.path)
 	if err != nil {
+		return err
+	}
+	if err := t.wait(ctx); err != nil {
 		return err
 	}
 	o.mu.Lock()
 	c.sent = time.Now()
 	o.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: t.done}), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return finalError{err}
 	}

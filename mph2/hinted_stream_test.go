@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func (f *fakePath) RoundTrip(req *http.Request) (*http.Response, error) {
 	case f.reqs <- x:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteHeaders != nil {
+		tr.WroteHeaders() // as a transport does once the request is out
 	}
 	select {
 	case r := <-x.resp:

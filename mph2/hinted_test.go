@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,5 +188,73 @@ func TestHintedTailWithinCap(t *testing.T) {
 	g := getChecked(t, h, base, size, hints.Hint{Class: hints.Image, Size: size, Urgency: 2})
 	if s := h.Stats(); g.TailPath != -1 || s.Tails != 0 || s.Paths[1].Requests != 0 {
 		t.Errorf("tail on %d, %d tails, %d requests on exp: want none beyond the cap", g.TailPath, s.Tails, s.Paths[1].Requests)
+	}
+}
+
+// arrivals records the Priority of requests in the order the server's
+// HTTP/2 reader parses them (ServeInline runs there), then lets the files
+// answer.
+type arrivals struct {
+	*content.Handler
+	mu  sync.Mutex
+	got []string
+}
+
+func (a *arrivals) ServeInline(w http.ResponseWriter, r *http.Request) bool {
+	a.mu.Lock()
+	a.got = append(a.got, r.Header.Get("Priority"))
+	a.mu.Unlock()
+	return false
+}
+
+// A gathered batch's requests leave a path in the order the server should
+// answer them: hints-latency's google asks, in one batch on cheap, for an
+// async script at u=1 (its hint's urgency 3) and three images at "u=2, i".
+// Each copy runs in its own goroutine, and those released together ran in
+// no set order (the newest first), so the script's request often reached
+// the server after the images', which it answered first.
+func TestHintedBatchLeavesInOrder(t *testing.T) {
+	hd, err := content.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hd.Close() })
+	rec := &arrivals{Handler: hd}
+	base := startServer(t, rec)
+	pol, err := hints.Parse("test.rules", "gather 20ms\n* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rep := range 10 {
+		h := &Hinted{Client: &Client{Paths: []Path{loopPath("cheap", 0, 0), loopPath("exp", 0, 0)}}, Policy: pol, Cost: []float64{0, 1}}
+		if err := h.Start(base); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		rec.got = nil
+		rec.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		get := func(size int64, hint hints.Hint, prio string) {
+			defer wg.Done()
+			g, err := h.Get(ctx, fmt.Sprintf("%s/gen/%d", base, size), hint, http.Header{"Priority": {prio}})
+			if err != nil || int64(len(g.Body)) != size {
+				t.Errorf("%s: %v", prio, err)
+			}
+		}
+		wg.Add(4)
+		for i := range 3 {
+			go get(int64(6167+i), hints.Hint{Class: hints.Image, Size: int64(6167 + i), Urgency: 2}, "u=2, i")
+		}
+		go get(12333, hints.Hint{Class: hints.AsyncScript, Size: 12333, Urgency: 3}, "u=1")
+		wg.Wait()
+		cancel()
+		h.Close()
+		rec.mu.Lock()
+		got := rec.got
+		rec.mu.Unlock()
+		if len(got) != 4 || got[0] != "u=1" {
+			t.Fatalf("repetition %d: requests reached the server as %q; want the u=1 script's first", rep, got)
+		}
 	}
 }
