@@ -23,20 +23,19 @@ func switchesOf(s *Scheduler) []Switch { return s.Switches() }
 func TestHandoverStallAndBack(t *testing.T) {
 	const size = 8 << 20
 	var firstOnStandby time.Duration
-	simTrace = func(now time.Duration, s *Scheduler, acts []Action) {
+	trace := func(now time.Duration, s *Scheduler, acts []Action) {
 		for _, a := range acts {
 			if a.Kind == Deliver && a.Path == 1 && firstOnStandby == 0 {
 				firstOnStandby = now
 			}
 		}
 	}
-	defer func() { simTrace = nil }()
 	paths := []simPath{
 		{Rate: outage(mbit(10), 2*time.Second, 5*time.Second), RTT: 28 * time.Millisecond, SendBuf: 64 << 10},
 		{Rate: steady(mbit(5)), RTT: 65 * time.Millisecond, SendBuf: 64 << 10},
 	}
 	var sched *Scheduler
-	r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: size, Mode: Handover}}, true, func(s *Scheduler) { sched = s })
+	r, err := runSimWith(simConfig{Size: size, Paths: paths, Sched: Config{Size: size, Mode: Handover}, Trace: trace}, true, func(s *Scheduler) { sched = s })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,10 @@ type simConfig struct {
 	// oldest unanswered PING and last frame are both this old is suspended
 	// (OnPathSuspend), and resumed by the next frame that arrives on it.
 	SilentAfter time.Duration
+	// Trace, if set, sees every batch of actions as the client carries it
+	// out (a test hook of this run, not a package variable other tests'
+	// runs could read).
+	Trace func(now time.Duration, s *Scheduler, acts []Action)
 }
 
 type simResult struct {
@@ -298,8 +302,6 @@ func (c Config) budgetOf(i int) (int64, bool) {
 	return c.Budget[i], true
 }
 
-var simTrace func(now time.Duration, s *Scheduler, acts []Action)
-
 func (m *sim) clock() time.Time { return epoch.Add(m.now) }
 
 func (m *sim) half(p PathID) time.Duration { return m.srv[p].cfg.RTT / 2 }
@@ -315,8 +317,8 @@ func (m *sim) rate(p PathID) float64 {
 
 // apply carries out the scheduler's actions as the client would.
 func (m *sim) apply(acts []Action) {
-	if simTrace != nil {
-		simTrace(m.now, m.s, acts)
+	if m.cfg.Trace != nil {
+		m.cfg.Trace(m.now, m.s, acts)
 	}
 	for _, a := range acts {
 		switch a.Kind {
