@@ -352,12 +352,6 @@ func TestParseErrors(t *testing.T) {
 		{"gather 2s\n* -> path=fast", "x.rules line 1: gather \"2s\": want a duration above 0"},
 		{"gather soon\n* -> path=fast", "x.rules line 1: gather \"soon\": want a duration above 0"},
 		{"gather 2ms\npolicy x\n* -> path=fast", "x.rules line 2: the policy line must come first"},
-		{"gather 2ms\nstagger 2ms\nstagger 3ms\n* -> path=fast", "x.rules line 3: a second stagger line"},
-		{"gather 2ms\n* -> path=fast\nstagger 2ms", "x.rules line 3: the stagger line must come before the rules"},
-		{"gather 2ms\nstagger -1ms\n* -> path=fast", "x.rules line 2: stagger \"-1ms\": want a duration above 0"},
-		{"gather 2ms\nstagger 2\n* -> path=fast", "x.rules line 2: stagger \"2\": want a duration above 0"},
-		{"# no gather\nstagger 2ms\n* -> path=fast", "x.rules line 2: stagger delays a gathered batch's less urgent requests: give a gather line too"},
-		{"stagger 2ms\npolicy x\ngather 2ms\n* -> path=fast", "x.rules line 2: the policy line must come first"},
 		{"cap fast 25\n* -> path=fast", "x.rules line 1: cap fast: \"25\": want a percentage"},
 		{"cap fast 0%\n* -> path=fast", "x.rules line 1: cap fast: \"0%\": want a percentage"},
 		{"cap finish 25%\n* -> path=fast", "x.rules line 1: want cap fast|cheap|NAME P%"},
@@ -383,7 +377,6 @@ func TestParseErrors(t *testing.T) {
 func TestParseRoundTrip(t *testing.T) {
 	text := `policy mine  # a comment
 gather 1.5ms
-stagger 3ms
 cap fast 30%
 cap wifi 2.5%
 class=image,media size>100KB -> path=cheap tail=32KiB
@@ -397,10 +390,10 @@ class=script -> path=fast split
 		t.Fatal(err)
 	}
 	r := p.Rules[0]
-	if p.Gather != 1500*time.Microsecond || p.Stagger != 3*time.Millisecond || !reflect.DeepEqual(p.Caps, []Cap{{"fast", 30}, {"wifi", 2.5}}) {
-		t.Errorf("gather %v, stagger %v, caps %v", p.Gather, p.Stagger, p.Caps)
+	if p.Gather != 1500*time.Microsecond || !reflect.DeepEqual(p.Caps, []Cap{{"fast", 30}, {"wifi", 2.5}}) {
+		t.Errorf("gather %v, caps %v", p.Gather, p.Caps)
 	}
-	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 6 {
+	if r.MinSize != 100001 || r.MaxSize != -1 || r.Tail != 32768 || !reflect.DeepEqual(r.Classes, []Class{Image, Media}) || r.Line != 5 {
 		t.Errorf("rule 1: %+v", r)
 	}
 	if r := p.Rules[1]; r.MinLoss != 1.5 || r.MaxUrg != 1 || !r.Redundant || r.Budget != 2e6 || !*r.Urgent {
@@ -459,7 +452,6 @@ func FuzzParse(f *testing.F) {
 		f.Add(p.String())
 	}
 	f.Add("policy y\ngather 3ms\ncap fast 25%\ncap exp 1%\nurgent -> path=fast redundant\n* -> path=finish tail=2KB budget=10%")
-	f.Add("policy z\ngather 2ms\nstagger 1.5ms\nurgent -> path=fast\n* -> path=cheap")
 	f.Add("cap fast 10%\nclass=script,document -> path=fast split\n* -> path=cheap")
 	f.Add("policy x\nclass=image,font size>=1KB size<=1MiB urgency>=2 loss>=0.5% -> path=cheap tail=1 budget=9")
 	f.Fuzz(func(t *testing.T, text string) {
@@ -618,36 +610,6 @@ func TestFirst(t *testing.T) {
 	}
 }
 
-// Delay (stagger): in a gathered batch, a request less urgent than another
-// of the batch waits Stagger; the batch's most urgent ones, and every
-// request of a policy without stagger, go at once. google's async script
-// (urgency 1, not an urgent class) goes before the images beside it.
-func TestDelay(t *testing.T) {
-	p := mustPreset(t, "capped-stagger")
-	async, img, doc, css, other := Hint{AsyncScript, 12333, 1}, Hint{Image, 6167, 2}, Hint{Document, 12333, 0}, Hint{Style, 1000, 0}, Hint{Other, 1000, -1}
-	for _, tc := range []struct {
-		h     Hint
-		batch []Hint
-		want  time.Duration
-	}{
-		{img, []Hint{async, img, img}, 2 * time.Millisecond},
-		{async, []Hint{async, img, img}, 0},
-		{async, []Hint{doc, async}, 2 * time.Millisecond},
-		{css, []Hint{doc, css, img}, 0},
-		{other, []Hint{img, other}, 2 * time.Millisecond},
-		{img, []Hint{img, other}, 0},
-		{img, []Hint{img, img}, 0},
-		{doc, []Hint{doc}, 0},
-	} {
-		if got := p.Delay(tc.h, tc.batch); got != tc.want {
-			t.Errorf("Delay(%+v, %v) = %v, want %v", tc.h, tc.batch, got, tc.want)
-		}
-	}
-	if got := mustPreset(t, "capped").Delay(img, []Hint{async, img}); got != 0 {
-		t.Errorf("capped: Delay = %v, want 0 (no stagger line)", got)
-	}
-}
-
 // capped-split on google's load (74000 bytes, exp at most 18500): the
 // 12333-byte document fits whole; the async script found next does not
 // (6167 bytes left), so its first 6167 bytes go on exp and the other 6166
@@ -662,10 +624,10 @@ func TestSplit(t *testing.T) {
 		h    Hint
 		want Decision
 	}{
-		{Hint{Document, 12333, 0}, Decision{Path: 1, Second: -1, Rule: 4}},
-		{Hint{AsyncScript, 12333, 3}, Decision{Path: 1, Second: -1, Split: 6167, Rest: 0, Rule: 4}},
-		{Hint{Image, 6167, 2}, Decision{Path: 0, Second: -1, Rule: 5}},
-		{Hint{Script, 12333, 1}, Decision{Path: 0, Second: -1, Rule: 4}},
+		{Hint{Document, 12333, 0}, Decision{Path: 1, Second: -1, Rule: 3}},
+		{Hint{AsyncScript, 12333, 3}, Decision{Path: 1, Second: -1, Split: 6167, Rest: 0, Rule: 3}},
+		{Hint{Image, 6167, 2}, Decision{Path: 0, Second: -1, Rule: 4}},
+		{Hint{Script, 12333, 1}, Decision{Path: 0, Second: -1, Rule: 3}},
 	} {
 		d := p.DecideLoad(tc.h, paths, t0, load)
 		if d != tc.want {

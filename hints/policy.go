@@ -215,22 +215,6 @@ func First(a, b Hint) bool {
 	return unknownLast(a.Size) < unknownLast(b.Size)
 }
 
-// Delay is how long after its batch is placed a gathered request goes
-// out: Stagger when the batch holds a more urgent request (a lower RFC 9218
-// urgency; unknown counts as the least urgent), else 0.
-func (p *Policy) Delay(h Hint, batch []Hint) time.Duration {
-	if p.Stagger <= 0 {
-		return 0
-	}
-	u := unknownLast(int64(h.Urgency))
-	for _, b := range batch {
-		if unknownLast(int64(b.Urgency)) < u {
-			return p.Stagger
-		}
-	}
-	return 0
-}
-
 func unknownLast(v int64) int64 {
 	if v < 0 {
 		return math.MaxInt64

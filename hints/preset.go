@@ -70,21 +70,14 @@ var presets = map[string]string{
 	// it would deliver them sooner, where cheap, the bottleneck, would
 	// deliver them last.
 	"capped-tail": "gather 2ms\ncap fast 25%\nurgent -> path=fast\n* -> path=cheap tail=16KB",
-	// capped, with a gathered batch's less urgent requests sent 2 ms after
-	// its most urgent ones, so that a server starts those first
-	// (Policy.Delay). The delay runs from the placing: requests placed on a
-	// path still in its handshake wait for it and go out together (on
-	// hints-latency, google's script and images on cheap: h75 measured no
-	// change there).
-	"capped-stagger": "gather 2ms\nstagger 2ms\ncap fast 25%\nurgent -> path=fast\n* -> path=cheap",
-	// capped-stagger, with what the cap leaves spent on the objects whose
+	// capped, with what the cap leaves spent on the objects whose
 	// evaluation can lead to more requests (documents, style sheets and
 	// scripts, async ones too; images never do): one over the room left
 	// has its head, as much as the cap allows, on the fast path and the
 	// rest on cheap at once, where capped put it whole on cheap and left
 	// the room unused (google's async script, whose three children wait for
 	// it: h75, issue 19).
-	"capped-split": "gather 2ms\nstagger 2ms\ncap fast 25%\nclass=document,style,script,async-script -> path=fast split\n* -> path=cheap",
+	"capped-split": "gather 2ms\ncap fast 25%\nclass=document,style,script,async-script -> path=fast split\n* -> path=cheap",
 	// urgent-fast, with the redundancy only when a path loses packets.
 	"adaptive": "loss>=0.5% urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
 }

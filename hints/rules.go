@@ -61,13 +61,7 @@ const (
 // together, the most urgent first (First), as a browser's scheduler orders
 // what the parser found at once: a capped path's bytes then go to the
 // document, style sheets and blocking scripts before the images found
-// beside them. "stagger DURATION" (with a gather line) sends a gathered
-// batch's requests DURATION after its most urgent ones (Policy.Delay): a
-// server that starts every response a packet of requests asks for at once
-// fills the congestion window with whichever is ready first, and a
-// blocking script found beside three images came a round trip late behind
-// them (h75, issue 19: google on shunt's server). The delay runs from the
-// placing: requests that wait for a path's handshake leave together. "cap fast|cheap|NAME P%" (one per path preference) bounds
+// beside them. "cap fast|cheap|NAME P%" (one per path preference) bounds
 // the bytes the path so named carries in the load, its requests, redundant
 // copies, tails and hedges together, to P % of the load's bytes when the
 // client knows them (a page's), else of the bytes placed so far: a request
@@ -75,11 +69,10 @@ const (
 // cheapest path the caps allow, and a copy, tail or hedge beyond it is not
 // made (CapFits).
 type Policy struct {
-	Name    string
-	Gather  time.Duration
-	Stagger time.Duration // with Gather: a batch's less urgent requests wait this long more
-	Caps    []Cap
-	Rules   []Rule
+	Name   string
+	Gather time.Duration
+	Caps   []Cap
+	Rules  []Rule
 }
 
 // Cap bounds a path's share of a load's bytes (a "cap" line).
@@ -163,8 +156,6 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File
 // Parse reads a rule file; file names it in errors.
 func Parse(file, text string) (*Policy, error) {
 	p := &Policy{}
-	staggerLine := 0
-	var err error
 	for n, line := range strings.Split(text, "\n") {
 		ln := n + 1
 		if i := strings.IndexByte(line, '#'); i >= 0 {
@@ -196,16 +187,16 @@ func Parse(file, text string) (*Policy, error) {
 			continue
 		}
 		if v, ok := strings.CutPrefix(line, "gather "); ok {
-			if p.Gather, err = parseLead("gather", v, p.Gather, len(p.Rules)); err != nil {
-				return nil, errf("%v", err)
+			g, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case p.Gather != 0:
+				return nil, errf("a second gather line")
+			case len(p.Rules) > 0:
+				return nil, errf("the gather line must come before the rules")
+			case err != nil || g <= 0 || g > time.Second:
+				return nil, errf("gather %q: want a duration above 0 and at most 1s, such as 2ms", strings.TrimSpace(v))
 			}
-			continue
-		}
-		if v, ok := strings.CutPrefix(line, "stagger "); ok {
-			if p.Stagger, err = parseLead("stagger", v, p.Stagger, len(p.Rules)); err != nil {
-				return nil, errf("%v", err)
-			}
-			staggerLine = ln
+			p.Gather = g
 			continue
 		}
 		if name, ok := strings.CutPrefix(line, "policy "); ok {
@@ -213,7 +204,7 @@ func Parse(file, text string) (*Policy, error) {
 			switch {
 			case p.Name != "":
 				return nil, errf("a second policy line (the policy is %q)", p.Name)
-			case len(p.Rules) > 0 || p.Gather != 0 || p.Stagger != 0 || p.Caps != nil:
+			case len(p.Rules) > 0 || p.Gather != 0 || p.Caps != nil:
 				return nil, errf("the policy line must come first")
 			case !validName(name):
 				return nil, errf("policy name %q: want letters, digits, '-', '_' or '.'", name)
@@ -235,25 +226,7 @@ func Parse(file, text string) (*Policy, error) {
 	if len(p.Rules) == 0 {
 		return nil, &LineError{File: file, Line: 1, Msg: "no rules"}
 	}
-	if p.Stagger > 0 && p.Gather == 0 {
-		return nil, &LineError{File: file, Line: staggerLine, Msg: "stagger delays a gathered batch's less urgent requests: give a gather line too"}
-	}
 	return p, nil
-}
-
-// parseLead reads the duration of a gather or stagger line (key), one of
-// each, before the rules (rules: how many came before it).
-func parseLead(key, v string, was time.Duration, rules int) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	switch {
-	case was != 0:
-		return 0, fmt.Errorf("a second %s line", key)
-	case rules > 0:
-		return 0, fmt.Errorf("the %s line must come before the rules", key)
-	case err != nil || d <= 0 || d > time.Second:
-		return 0, fmt.Errorf("%s %q: want a duration above 0 and at most 1s, such as 2ms", key, strings.TrimSpace(v))
-	}
-	return d, nil
 }
 
 func validName(s string) bool {
@@ -462,9 +435,6 @@ func (p *Policy) String() string {
 	}
 	if p.Gather > 0 {
 		b.WriteString("gather " + p.Gather.String() + "\n")
-	}
-	if p.Stagger > 0 {
-		b.WriteString("stagger " + p.Stagger.String() + "\n")
 	}
 	for _, c := range p.Caps {
 		b.WriteString("cap " + c.Path + " " + strconv.FormatFloat(c.Pct, 'g', -1, 64) + "%\n")

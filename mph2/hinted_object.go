@@ -135,7 +135,7 @@ func (h *Hinted) open(ctx context.Context, rawURL string, hint hints.Hint, hdr h
 // it chose: at once, or, when the policy gathers, together with the requests
 // asked for within Policy.Gather of the first of them, the most urgent first
 // (hints.First). urgency is what the request's Priority asks the server for
-// (-1: none), which a stagger goes by.
+// (-1: none), which the batch's turns go by.
 func (h *Hinted) decide(hint hints.Hint, urgency int) placed {
 	h.mu.Lock()
 	if h.Policy.Gather <= 0 {
@@ -230,7 +230,7 @@ func (t *turn) wait(ctx context.Context) error {
 func (t *turn) done() { t.once.Do(func() { close(t.sent) }) }
 
 // placeBatch places the gathered requests, the most urgent first, and lets
-// each go out after the policy's delay for it (Policy.Delay).
+// them go out in turn.
 func (h *Hinted) placeBatch() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -259,19 +259,7 @@ func (h *Hinted) placeBatch() {
 	}
 	slices.SortStableFunc(out, func(x, y int) int { return byFirst(batch[x], batch[y]) })
 	for _, i := range out {
-		w, d := b[i], ds[i]
-		if wait := h.Policy.Delay(batch[i], batch); wait > 0 {
-			// Its turns are taken as it is let go, behind the requests
-			// that went out meanwhile.
-			time.AfterFunc(wait, func() {
-				h.mu.Lock()
-				pl := h.turnsFor(d)
-				h.mu.Unlock()
-				w.d <- pl
-			})
-		} else {
-			w.d <- h.turnsFor(d) // buffered: the caller may not be waiting yet
-		}
+		b[i].d <- h.turnsFor(ds[i]) // buffered: the caller may not be waiting yet
 	}
 }
 

@@ -113,26 +113,3 @@ func TestHintedSplitNoRanges(t *testing.T) {
 		t.Fatalf("body of %d bytes (path %d): want the object, from exp", len(g.Body), g.Path)
 	}
 }
-
-// Stagger: in a gathered batch, the image (u=2) goes out the stagger after
-// the script beside it, which asks for u=1 in its Priority header though
-// its hint (an async script) says 3, as a page's async script does in the
-// replay: the server orders by what the request asks.
-func TestHintedStagger(t *testing.T) {
-	h, fakes := fakeHinted(t, "gather 200ms\nstagger 300ms\n* -> path=cheap")
-	img := getAsync(t, h, hints.Hint{Class: hints.Image, Size: 100, Urgency: 2}, http.Header{"Priority": {"u=2, i"}})
-	script := getAsync(t, h, hints.Hint{Class: hints.AsyncScript, Size: 100, Urgency: 3}, http.Header{"Priority": {"u=1"}})
-	first := fakes[0].next(t)
-	at := time.Now()
-	second := fakes[0].next(t)
-	gap := time.Since(at)
-	if first.req.Header.Get("Priority") != "u=1" || gap < 250*time.Millisecond {
-		t.Errorf("first request asks %q, the second came %v later; want the script's u=1 first, the image a stagger (300ms) later", first.req.Header.Get("Priority"), gap)
-	}
-	body := object(100)
-	for _, x := range []*fakeExchange{first, second} {
-		write(t, x.answer(http.StatusOK, objHeader(`"v1"`), 100), body)
-	}
-	img()
-	script()
-}
