@@ -169,8 +169,7 @@ func byFirst(x, y hints.Hint) int {
 	return 0
 }
 
-// placed is a decision and the turns of its copies on their paths, taken
-// as it was let go.
+// placed is a decision and the turns of its copies on their paths.
 type placed struct {
 	hints.Decision
 	turns map[int]*turn
@@ -181,10 +180,10 @@ type placed struct {
 // requests leave in the order placed, the most urgent of a batch first.
 // Each copy runs in a goroutine of its own, and goroutines released
 // together (a batch placed, a connection's handshake done) run in no set
-// order (Go runs the newest first): requests of one batch reached the
-// server in any order, which answers in arrival order those that ask for
-// the same urgency, and the order h75 saw on hints-latency's google was
-// three u=2 images ahead of the u=1 script placed before them.
+// order (Go runs the newest first): a batch's requests reached the server
+// in any order, and a server sends what has arrived, so on hints-latency's
+// google (h75) three u=2 images went ahead of the u=1 script placed
+// before them.
 type turn struct {
 	prev <-chan struct{} // closed when the previous copy's request is sent; nil: none
 	sent chan struct{}
