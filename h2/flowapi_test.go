@@ -24,22 +24,29 @@ func settledAt(t *testing.T, s *Stream, want int64) {
 
 func TestManualWindowStopsAtOffset(t *testing.T) { synctest.Test(t, testManualWindowStopsAtOffset) }
 
-func testManualWindowStopsAtOffset(t *testing.T) {
+// getMillion asks for a 1,000,000-byte body with opts on a connection
+// whose stream window is 65535 bytes.
+func getMillion(t *testing.T, opts StreamOptions) (*http.Response, *Stream) {
 	tr := pipeTransport(t, testHandler(), Config{})
 	tr.Config = Config{InitialWindowSize: 65535}
 	// Warm up so the server has acknowledged our SETTINGS.
 	get(t, tr, "http://pipe/")
 
 	req, _ := http.NewRequest("GET", "http://pipe/gen/1000000", nil)
-	res, err := tr.RoundTripOpts(req, StreamOptions{ReceiveWindow: 100000, ManualWindow: true})
+	res, err := tr.RoundTripOpts(req, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	t.Cleanup(func() { res.Body.Close() })
 	s := StreamOf(res)
 	if s == nil {
 		t.Fatal("StreamOf returned nil for an h2 response")
 	}
+	return res, s
+}
+
+func testManualWindowStopsAtOffset(t *testing.T) {
+	res, s := getMillion(t, StreamOptions{ReceiveWindow: 100000, ManualWindow: true})
 	// Reading does not open the window in manual mode.
 	buf := make([]byte, 50000)
 	io.ReadFull(res.Body, buf)
@@ -185,5 +192,28 @@ func testManualWindowBeforeSettingsAck(t *testing.T) {
 	rest, err := io.ReadAll(res.Body)
 	if err != nil || len(rest) != 1000000 {
 		t.Fatalf("body: %d bytes, %v; want 1000000", len(rest), err)
+	}
+}
+
+// Credited is what the server may send in all: with the automatic window,
+// a server left to run sends exactly up to it, and after a Reset it grows
+// no more (mph2 bounds a reset range's budget by it).
+func TestCreditedBoundsTheStream(t *testing.T) { synctest.Test(t, testCreditedBoundsTheStream) }
+
+func testCreditedBoundsTheStream(t *testing.T) {
+	res, s := getMillion(t, StreamOptions{})
+	// Reading hands credit back; the server then uses all of it, and no
+	// more, whatever it had sent when Credited was asked.
+	io.ReadFull(res.Body, make([]byte, 50000))
+	credited := s.Credited()
+	if credited <= 65535 || credited >= 1000000 {
+		t.Fatalf("credited %d after reading 50000 of a 65535-byte window, want more than the window and less than the body", credited)
+	}
+	settledAt(t, s, credited)
+	s.Reset(http2.ErrCodeCancel)
+	io.Copy(io.Discard, res.Body)
+	synctest.Wait()
+	if got := s.Credited(); got != credited {
+		t.Fatalf("credited %d after the reset, want %d: no credit after RST_STREAM", got, credited)
 	}
 }

@@ -74,6 +74,17 @@ func (s *Stream) ReceiveWindow() int64 {
 	return s.st.recvWin.Avail()
 }
 
+// Credited returns how many bytes of DATA the peer may send on the stream
+// in all: those it sent (padding and a frame still being read included)
+// and the receive window left. No credit is given after a Reset, so from
+// then on it bounds the body bytes the stream can carry.
+func (s *Stream) Credited() int64 {
+	c := s.st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return s.st.recvWin.Credited()
+}
+
 // Received returns the body bytes received on the stream so far.
 func (s *Stream) Received() int64 {
 	c := s.st.c

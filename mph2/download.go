@@ -581,6 +581,8 @@ func (d *download) exec(acts []multipath.Action, data []byte) error {
 			if st := d.streams[a.Stream]; st != nil {
 				if st.h2s != nil {
 					st.h2s.Reset(http2.ErrCodeCancel)
+					// No credit after RST_STREAM: the server sends at most this.
+					d.s.OnResetBound(a.Stream, st.first+st.h2s.Credited())
 				}
 				d.forget(st) // for HTTP/1.1: closes the connection
 			}

@@ -67,8 +67,43 @@ func (s *Scheduler) spend(st *stream, reset bool) {
 			end = min(end, max(st.granted, st.pos))
 		}
 		n = end - st.start
+		if s.budget(st.path) > 0 && end > st.pos {
+			s.resets = append(s.resets, resetHold{id: st.id, path: st.path, start: st.pos, end: end})
+		}
 	}
 	s.paths[st.path].spent += n
+}
+
+// resetHold is the part of a reset stream's reservation that the caller
+// may still release with OnResetBound: [start, end), from the bytes the
+// scheduler had seen arrive to the end it reserved.
+type resetHold struct {
+	id         StreamID
+	path       PathID
+	start, end int64
+}
+
+// OnResetBound reports, for a stream the scheduler reset (a Reset action),
+// the object offset the server cannot send past: the bytes the client's
+// HTTP/2 stream received plus the flow-control credit it had left when
+// RST_STREAM went out, after which it gives none. Under ResetStream the
+// scheduler cannot know that credit (the connection's automatic
+// WINDOW_UPDATEs give it), so a reset stream on a budgeted path reserves
+// its whole range until this report gives the room past end back; under
+// FlowControl it reserves its reported credit already. A caller that
+// cannot bound the server (HTTP/1.1, whose reset closes a connection
+// with bytes in its buffers) does not report, and the reservation stays.
+func (s *Scheduler) OnResetBound(id StreamID, end int64) {
+	for i, h := range s.resets {
+		if h.id != id {
+			continue
+		}
+		s.resets = append(s.resets[:i], s.resets[i+1:]...)
+		if end = max(end, h.start); end < h.end {
+			s.paths[h.path].spent -= h.end - end
+		}
+		return
+	}
 }
 
 // fit trims the range [a, b) to what path p may still ask for; b-a if it

@@ -3,6 +3,7 @@ package multipath
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // A budgeted path never receives more than its budget, tail bytes and
@@ -160,6 +161,41 @@ func TestBudgetSpentRefused(t *testing.T) {
 	for _, bad := range [][]int64{{1}, {-1, 0}, {401, 0}, {0, 1}} {
 		if _, err := New(Config{Paths: 2, Size: 10, Budget: []int64{400, 0}, Spent: bad}); err == nil {
 			t.Errorf("New with Spent %v: no error", bad)
+		}
+	}
+}
+
+// A budgeted path gets to use its budget under either end adjustment, not
+// only never exceed it: through mp-tools' outages on (5,10) every gap
+// resets lte's streams, and under ResetStream each reset reserved the
+// stream's whole range (the scheduler cannot know the credit the HTTP/2
+// connection's automatic window gave), so lte stopped at 1,179,648 bytes of
+// its 20 MiB while its link had room. The client now reports what the
+// server could still send (OnResetBound) and the rest goes back to the path.
+func TestBudgetUsedThroughResets(t *testing.T) {
+	const size, budget = 64 << 20, 20 << 20
+	for _, ea := range []EndAdjust{FlowControl, ResetStream} {
+		cfg := simConfig{Size: size, Paths: gapPaths(5, 10), SilentAfter: 3 * time.Second,
+			Sched: Config{Size: -1, EndAdjust: ea, Budget: []int64{0, budget}}}
+		var resets int
+		cfg.Trace = func(_ time.Duration, _ *Scheduler, acts []Action) {
+			for _, a := range acts {
+				if a.Kind == Reset && a.Path == 1 {
+					resets++
+				}
+			}
+		}
+		r, err := runSim(cfg, false)
+		if err != nil {
+			t.Fatalf("%v: %v", ea, err)
+		}
+		got := r.Delivered[1] + r.Wasted[1]
+		t.Logf("%v: done %v, lte received %d of its budget %d (delivered %d), %d resets on lte", ea, r.Done, got, int64(budget), r.Delivered[1], resets)
+		if resets == 0 {
+			t.Errorf("%v: no reset on lte: the test does not exercise the reservation", ea)
+		}
+		if got < budget*9/10 {
+			t.Errorf("%v: lte received %d bytes, under 90 %% of its budget %d", ea, got, int64(budget))
 		}
 	}
 }

@@ -220,6 +220,7 @@ type Scheduler struct {
 	cut       int64 // end set by Cut, -1 if none
 	paths     []*path
 	live      []*stream // open streams, in request order
+	resets    []resetHold
 	lastID    StreamID
 	delivered spanSet
 	orphans   spanSet

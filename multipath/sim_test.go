@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"time"
@@ -323,7 +322,7 @@ func (m *sim) apply(acts []Action) {
 	for _, a := range acts {
 		switch a.Kind {
 		case Request:
-			cs := &cliStream{path: a.Path, first: a.Start, limit: -1, granted: math.MaxInt64 / 2}
+			cs := &cliStream{path: a.Path, first: a.Start, limit: -1, granted: simAutoWindow}
 			if m.flowControl() {
 				cs.granted = m.s.Credit(m.clock(), a.Stream)
 				if a.End >= 0 {
@@ -342,6 +341,8 @@ func (m *sim) apply(acts []Action) {
 		case Reset:
 			cs := m.cli[a.Stream]
 			cs.closed = true
+			// The credit given before the RST_STREAM is all the server may send.
+			m.s.OnResetBound(a.Stream, cs.first+cs.granted)
 			a := a
 			m.toServer(cs.path, func(sv *server) {
 				for _, st := range sv.streams {
@@ -381,9 +382,14 @@ func (m *sim) toServer(p PathID, f func(*server)) {
 	})
 }
 
-// flowControl: without it (ResetStream) the client gives streams all the
-// credit they can use, as mph2 does.
+// flowControl: without it (ResetStream) the client's HTTP/2 connection
+// keeps each stream's window at simAutoWindow past its received bytes, as
+// mph2's does, and tells the scheduler nothing of it.
 func (m *sim) flowControl() bool { return m.cfg.Sched.EndAdjust == FlowControl }
+
+// simAutoWindow is the stream window of h2's client (Config.InitialWindowSize's
+// default), which mph2 keeps under ResetStream.
+const simAutoWindow = 1 << 20
 
 func (m *sim) serverRequest(sv *server, a Action, credit int64) {
 	st := &srvStream{id: a.Stream, next: a.Start, end: a.End, status: 206, credit: credit}
@@ -410,23 +416,29 @@ func (m *sim) grantPath(p PathID) {
 	}
 }
 
-// grant tops up a stream's credit to Credit past its received bytes, never
-// beyond its SetEnd, and tells the server (a WINDOW_UPDATE) and the
-// scheduler.
+// grant tops up a stream's credit: under FlowControl to Credit past its
+// received bytes, never beyond its SetEnd, telling the server (a
+// WINDOW_UPDATE) and the scheduler; under ResetStream to simAutoWindow past
+// them, telling the server only.
 func (m *sim) grant(id StreamID) {
 	cs := m.cli[id]
-	if cs.closed || !m.flowControl() {
+	if cs.closed {
 		return
 	}
-	target := cs.recv + m.s.Credit(m.clock(), id)
-	if cs.limit >= 0 {
-		target = min(target, cs.limit)
+	target := cs.recv + simAutoWindow
+	if m.flowControl() {
+		target = cs.recv + m.s.Credit(m.clock(), id)
+		if cs.limit >= 0 {
+			target = min(target, cs.limit)
+		}
 	}
 	if target <= cs.granted {
 		return
 	}
 	cs.granted = target
-	m.s.OnGrant(id, cs.first+target)
+	if m.flowControl() {
+		m.s.OnGrant(id, cs.first+target)
+	}
 	m.toServer(cs.path, func(sv *server) {
 		for _, st := range sv.streams {
 			if st.id == id {

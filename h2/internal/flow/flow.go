@@ -45,6 +45,7 @@ func (w *Send) Shift(delta int64) bool {
 // byte offset this way).
 type Recv struct {
 	avail   int64 // bytes the peer may still send
+	got     int64 // bytes the peer sent
 	pending int64 // consumed bytes not yet returned in a WINDOW_UPDATE
 	size    int64 // window we aim to keep open
 	manual  bool
@@ -70,8 +71,13 @@ func (w *Recv) Receive(n uint32) bool {
 		return false
 	}
 	w.avail -= int64(n)
+	w.got += int64(n)
 	return true
 }
+
+// Credited returns the bytes the peer may send in all: those it sent and
+// the credit it has left.
+func (w *Recv) Credited() int64 { return w.got + max(w.avail, 0) }
 
 // Consume records that the application consumed n received bytes and returns
 // the WINDOW_UPDATE increment to send now, 0 for none. Updates are batched

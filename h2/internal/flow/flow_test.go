@@ -40,11 +40,12 @@ func TestRecv(t *testing.T) {
 		steps   []int // >0 receive+consume that many bytes, <0 grow by -n
 		wantInc []uint32
 		wantAv  int64
+		credit  int64 // the size plus every increment: what the peer may send in all
 	}{
-		{"batched", 1000, false, []int{100, 100, 100}, []uint32{0, 0, 300}, 1000},
-		{"exceeds", 100, false, []int{100}, []uint32{100}, 100},
-		{"manual no update", 1000, true, []int{500, 500}, []uint32{0, 0}, 0},
-		{"manual grow", 1000, true, []int{500, -200}, []uint32{0, 200}, 700},
+		{"batched", 1000, false, []int{100, 100, 100}, []uint32{0, 0, 300}, 1000, 1300},
+		{"exceeds", 100, false, []int{100}, []uint32{100}, 100, 200},
+		{"manual no update", 1000, true, []int{500, 500}, []uint32{0, 0}, 0, 1000},
+		{"manual grow", 1000, true, []int{500, -200}, []uint32{0, 200}, 700, 1200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +69,9 @@ func TestRecv(t *testing.T) {
 			}
 			if w.Avail() != tc.wantAv {
 				t.Fatalf("Avail = %d, want %d", w.Avail(), tc.wantAv)
+			}
+			if w.Credited() != tc.credit {
+				t.Fatalf("Credited = %d, want %d", w.Credited(), tc.credit)
 			}
 		})
 	}
