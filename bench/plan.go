@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,13 +49,15 @@ func digest(v any) [32]byte {
 // object, and innermost every protocol: the runs a ratio compares, one
 // pair (condition, object, repetition) across protocols, run back to back,
 // so a drift of the machine's load hits every protocol alike. Repetitions
-// come before objects so slow drifts spread over all objects.
+// come before objects so slow drifts spread over all objects. The protocols
+// run in the order Order gives the repetition.
 func Plan(s *Scenario) []*experiment.Run {
 	var runs []*experiment.Run
 	for _, c := range s.Conditions {
 		for rep := 0; rep < s.Reps; rep++ {
+			order := s.Order(rep)
 			for _, o := range s.Objects {
-				for _, p := range s.Protocols {
+				for _, p := range order {
 					id := RunID(s.Seed, c, p, o, rep)
 					runs = append(runs, &experiment.Run{ID: id, Scenario: s.Name, Condition: c, Protocol: p, Object: o, Rep: rep, Seed: runSeed(s.Seed, id)})
 				}
@@ -62,6 +65,43 @@ func Plan(s *Scenario) []*experiment.Run {
 		}
 	}
 	return runs
+}
+
+// Order is the protocols' order in repetition rep: the scenario's, or with
+// Rotate the members of each ratio family (protocols of one driver whose
+// params differ only in Ratios.Param) take turns in the family's places:
+// the family's i-th place holds member (i+rep) mod k, so over k consecutive
+// repetitions every member runs in every place once. A fixed order moved
+// h2load's ratios by up to 0.3 (shunt first or last in each triple, h76).
+func (s *Scenario) Order(rep int) []experiment.Protocol {
+	out := slices.Clone(s.Protocols)
+	if !s.Rotate || s.Ratios == nil {
+		return out
+	}
+	for _, fam := range s.families() {
+		for i, place := range fam {
+			out[place] = s.Protocols[fam[(i+rep)%len(fam)]]
+		}
+	}
+	return out
+}
+
+// families groups the protocols' indices into ratio families, each in
+// scenario order.
+func (s *Scenario) families() [][]int {
+	var fams [][]int
+	for i, p := range s.Protocols {
+		j := slices.IndexFunc(fams, func(f []int) bool {
+			q := s.Protocols[f[0]]
+			return q.Driver == p.Driver && sameBut(p.Params, q.Params, s.Ratios.Param)
+		})
+		if j < 0 {
+			fams = append(fams, []int{i})
+		} else {
+			fams[j] = append(fams[j], i)
+		}
+	}
+	return fams
 }
 
 func runSeed(seed int64, id string) int64 {

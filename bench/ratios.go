@@ -2,9 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"github.com/shunt-net/shunt/experiment"
 	"maps"
 	"slices"
+	"sort"
+	"strings"
+
+	"github.com/shunt-net/shunt/experiment"
 )
 
 // Ratios sets protocols against peers that differ from them in one param
@@ -18,12 +21,30 @@ type Ratios struct {
 	Metrics []string `yaml:"metrics,omitempty" json:"metrics,omitempty"` // default: the scenario's metrics
 }
 
-// Ratio is one protocol's median over its peer's, in one cell.
+// Ratio is one protocol's median over its peer's, in one cell, and the
+// same per repetition: the protocol's value over the peer's in the same
+// repetition (their runs back to back), over the Pairs repetitions both
+// succeeded in, with the median and range of those ratios and the count
+// Ahead in which the protocol did better (Better).
 type Ratio struct {
-	Labels Labels  `json:"labels"`
-	To     string  `json:"to"`   // the value of Ratios.Param the peer has
-	Peer   string  `json:"peer"` // the peer protocol
-	Ratio  float64 `json:"ratio"`
+	Labels     Labels  `json:"labels"`
+	To         string  `json:"to"`   // the value of Ratios.Param the peer has
+	Peer       string  `json:"peer"` // the peer protocol
+	Ratio      float64 `json:"ratio"`
+	Pairs      int     `json:"pairs"`
+	PairMedian float64 `json:"pair_median"`
+	PairMin    float64 `json:"pair_min"`
+	PairMax    float64 `json:"pair_max"`
+	Ahead      int     `json:"ahead"`
+}
+
+// Better reports whether value a of metric beats b: a higher rate
+// (NAME_per_s), else (times, CPU, memory) a lower value.
+func Better(metric string, a, b float64) bool {
+	if strings.HasSuffix(metric, "_per_s") {
+		return a > b
+	}
+	return a < b
 }
 
 // RatioMetrics are the metrics Ratios sets against peers.
@@ -58,9 +79,10 @@ func (s *Scenario) validateRatios() []error {
 }
 
 // deriveRatios adds the scenario's ratios to a summary whose cells are in
-// the scenario's order; a cell without a successful run on either side, or
-// a peer whose median is 0, has no ratio.
-func deriveRatios(s *Scenario, sum *Summary) {
+// the scenario's order, pairing the runs of recs by repetition; a cell
+// without a successful run on either side, or a peer whose median is 0, has
+// no ratio, and a repetition whose peer's value is 0 no pair.
+func deriveRatios(s *Scenario, sum *Summary, recs []*experiment.Record) {
 	r := s.Ratios
 	if r == nil {
 		return
@@ -81,6 +103,19 @@ func deriveRatios(s *Scenario, sum *Summary) {
 			peerOf[p.Name][t] = q.Name
 		}
 	}
+	type repKey struct {
+		l   Labels
+		rep int
+	}
+	vals := map[repKey]float64{}
+	for _, rec := range recs {
+		if !rec.OK() {
+			continue
+		}
+		for m, v := range rec.Metrics {
+			vals[repKey{labels(&rec.Run, m), rec.Rep}] = v
+		}
+	}
 	metrics := s.RatioMetrics()
 	for _, c := range sum.Cells {
 		if c.N == 0 || !slices.Contains(metrics, c.Labels.Metric) {
@@ -97,7 +132,24 @@ func deriveRatios(s *Scenario, sum *Summary) {
 			if !ok || pc.N == 0 || pc.P50 == 0 {
 				continue
 			}
-			sum.Ratios = append(sum.Ratios, Ratio{Labels: c.Labels, To: t, Peer: peer, Ratio: c.P50 / pc.P50})
+			x := Ratio{Labels: c.Labels, To: t, Peer: peer, Ratio: c.P50 / pc.P50}
+			var pairs []float64
+			for k, v := range vals {
+				if k.l != c.Labels {
+					continue
+				}
+				if pv := vals[repKey{l, k.rep}]; pv != 0 {
+					pairs = append(pairs, v/pv)
+					if Better(l.Metric, v, pv) {
+						x.Ahead++
+					}
+				}
+			}
+			if x.Pairs = len(pairs); x.Pairs > 0 {
+				sort.Float64s(pairs)
+				x.PairMedian, x.PairMin, x.PairMax = Quantile(pairs, 0.5), pairs[0], pairs[len(pairs)-1]
+			}
+			sum.Ratios = append(sum.Ratios, x)
 		}
 	}
 }

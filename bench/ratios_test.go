@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,5 +63,65 @@ func TestRatiosValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: error %v, want %q", tc.from, tc.to, err, tc.want)
 		}
+	}
+}
+
+// Per repetition a ratio pairs the runs of one repetition: medians of 4
+// and 2 make 2.0, but the repetitions' own ratios are 0.8, 3 and 0.5, and
+// the protocol did better in the one above 1 (a rate) or the two below (a
+// time).
+func TestRatiosPerRepetition(t *testing.T) {
+	sc, err := Parse("r.yaml", []byte(strings.Replace(ratiosScenario, "metrics: [rate]", "metrics: [rate_per_s, time]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Reps = 3
+	val := map[string][3]float64{"a-1": {4, 6, 1}, "ref-1": {5, 2, 2}}
+	var recs []*experiment.Record
+	for _, r := range Plan(sc) {
+		if v, ok := val[r.Protocol.Name]; ok {
+			recs = append(recs, &experiment.Record{Run: *r, Metrics: map[string]float64{"rate_per_s": v[r.Rep], "time": v[r.Rep]}})
+		}
+	}
+	got := map[string]Ratio{}
+	for _, r := range Summarize(sc, recs).Ratios {
+		got[r.Labels.Protocol+" "+r.Labels.Metric] = r
+	}
+	for _, tc := range []struct {
+		key   string
+		ahead int
+	}{{"a-1 rate_per_s", 1}, {"a-1 time", 2}} {
+		r := got[tc.key]
+		if r.Ratio != 2 || r.Pairs != 3 || r.PairMedian != 0.8 || r.PairMin != 0.5 || r.PairMax != 3 || r.Ahead != tc.ahead {
+			t.Errorf("%s: %+v, want ratio 2, 3 pairs, median 0.8 [0.5-3], %d better", tc.key, r, tc.ahead)
+		}
+	}
+}
+
+// With rotate, each family (protocols differing only in the ratios' param)
+// takes turns in its places, the others keep theirs: over 2 repetitions
+// each of a and ref runs first once under each load.
+func TestRotate(t *testing.T) {
+	sc, err := Parse("r.yaml", []byte(ratiosScenario+"rotate: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Reps = 4
+	var got [][]string
+	for _, r := range Plan(sc) {
+		if len(got) <= r.Rep {
+			got = append(got, nil)
+		}
+		got[r.Rep] = append(got[r.Rep], r.Protocol.Name)
+	}
+	even := []string{"a-1", "ref-1", "a-2", "ref-2", "other-2"}
+	odd := []string{"ref-1", "a-1", "ref-2", "a-2", "other-2"}
+	for rep, want := range [][]string{even, odd, even, odd} {
+		if !slices.Equal(got[rep], want) {
+			t.Errorf("repetition %d: %v, want %v", rep, got[rep], want)
+		}
+	}
+	if _, err := Parse("r.yaml", []byte(strings.Replace(ratiosScenario, "ratios: {param: server, to: [ref]}", "rotate: true", 1))); err == nil || !strings.Contains(err.Error(), "rotate \"true\": needs ratios") {
+		t.Errorf("rotate without ratios: %v", err)
 	}
 }

@@ -310,13 +310,13 @@ func (r *Runner) sameScenario() error {
 }
 
 // DefinitionDiff names the parts that define runs (seed, conditions,
-// protocols, objects) in which a and b differ.
+// protocols, objects, and the order they run in) in which a and b differ.
 func DefinitionDiff(a, b *Scenario) []string {
 	var diff []string
 	for _, part := range []struct {
 		name string
 		a, b any
-	}{{"seed", a.Seed, b.Seed}, {"conditions", a.Conditions, b.Conditions}, {"protocols", a.Protocols, b.Protocols}, {"objects", a.Objects, b.Objects}} {
+	}{{"seed", a.Seed, b.Seed}, {"conditions", a.Conditions, b.Conditions}, {"protocols", a.Protocols, b.Protocols}, {"objects", a.Objects, b.Objects}, {"rotate", a.Rotate, b.Rotate}} {
 		ja, _ := json.Marshal(part.a)
 		jb, _ := json.Marshal(part.b)
 		if !bytes.Equal(ja, jb) {

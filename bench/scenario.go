@@ -54,6 +54,9 @@ type Scenario struct {
 	// Ratios sets protocols against peers that differ in one param (see
 	// ratios.go).
 	Ratios *Ratios `yaml:"ratios,omitempty" json:"ratios,omitempty"`
+	// Rotate turns the order of the protocols Ratios compares with each
+	// repetition (see Order).
+	Rotate bool `yaml:"rotate,omitempty" json:"rotate,omitempty"`
 }
 
 // Topologies the runner knows, with the number of paths each needs (0: any
@@ -201,6 +204,9 @@ func (s *Scenario) Validate() error {
 	errs = append(errs, s.validateFigures()...)
 	errs = append(errs, s.validateBestOf()...)
 	errs = append(errs, s.validateRatios()...)
+	if s.Rotate && s.Ratios == nil {
+		add(fieldErr("rotate", "true", "needs ratios: it turns the order of the protocols ratios compares"))
+	}
 	sortErrs(errs)
 	return errors.Join(errs...)
 }

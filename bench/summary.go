@@ -42,6 +42,9 @@ type Summary struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Ratios set protocols against their peers (Scenario.Ratios).
 	Ratios []Ratio `json:"ratios,omitempty"`
+	// Orders are the protocols' names in the order each repetition of the
+	// records ran them, when the scenario rotates (Scenario.Order).
+	Orders [][]string `json:"orders,omitempty"`
 }
 
 // Summarize computes p25/p50/p75 per cell from run records (one per run ID is
@@ -117,7 +120,20 @@ func Summarize(s *Scenario, recs []*experiment.Record) Summary {
 	deriveBestOf(s, &out)
 	order := scenarioOrder(s)
 	sort.Slice(out.Cells, func(i, j int) bool { return order.less(out.Cells[i].Labels, out.Cells[j].Labels) })
-	deriveRatios(s, &out)
+	deriveRatios(s, &out, latest)
+	if s.Rotate {
+		reps := 0
+		for _, r := range latest {
+			reps = max(reps, r.Rep+1)
+		}
+		for rep := range reps {
+			var names []string
+			for _, p := range s.Order(rep) {
+				names = append(names, p.Name)
+			}
+			out.Orders = append(out.Orders, names)
+		}
+	}
 	return out
 }
 

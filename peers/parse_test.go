@@ -287,18 +287,22 @@ func formatH2loadLog(rs []LoggedRequest) []byte {
 func FuzzParseH2loadLog(f *testing.F) {
 	f.Add(readTestdata(f, "h2load-log.txt"))
 	f.Add([]byte("1\t-1\t0\textra\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rs, err := ParseH2loadLog(b)
-		if err != nil {
-			return
-		}
-		// Round trip: what parsed prints back as h2load would and parses
-		// to the same requests.
-		again, err := ParseH2loadLog(formatH2loadLog(rs))
-		if err != nil || !slices.Equal(again, rs) {
-			t.Errorf("%q: round trip gave %v, %v; want %v", b, again, err, rs)
-		}
-	})
+	// Round trip: what parsed prints back as h2load would and parses to
+	// the same requests.
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, ParseH2loadLog, formatH2loadLog) })
+}
+
+// roundTrip checks that what parse makes of b, printed by format, parses
+// to the same values.
+func roundTrip[T comparable](t *testing.T, b []byte, parse func([]byte) ([]T, error), format func([]T) []byte) {
+	vs, err := parse(b)
+	if err != nil {
+		return
+	}
+	again, err := parse(format(vs))
+	if err != nil || !slices.Equal(again, vs) {
+		t.Errorf("%q: round trip gave %v, %v; want %v", b, again, err, vs)
+	}
 }
 
 // procStat is a /proc/PID/stat line whose command name holds a space and
@@ -349,4 +353,42 @@ func FuzzParseVmRSS(f *testing.F) {
 			t.Errorf("%q: negative size %d", b, n)
 		}
 	})
+}
+
+// formatSockets writes sockets as the kernel writes /proc/net/tcp (tcp4_seq_show).
+func formatSockets(ss []Socket) []byte {
+	b := []byte("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n")
+	for i, s := range ss {
+		b = fmt.Appendf(b, "%4d: 0100007F:%04X 0100007F:%04X %02X 00000000:00000000 00:00000000 00000000     0        0 %d 1 0000000099862f8a 100 0 0 10 0\n",
+			i, s.LocalPort, s.RemotePort, s.State, s.Inode)
+	}
+	return b
+}
+
+// Every state and port survives a round trip through the kernel's format;
+// the captured tables parse to their listeners and a connection each side.
+func TestParseSockets(t *testing.T) {
+	want := []Socket{{8000, 0, tcpListen, 1605}, {8000, 41234, 1, 13587}, {41234, 8000, 1, 13588},
+		{8001, 50000, 8, 20000}, {50000, 8001, 5, 20001}, {8002, 50001, 9, 0}, {50002, 8002, tcpTimeWait, 0}, {65535, 1, 11, 1<<64 - 1}}
+	got, err := ParseSockets(formatSockets(want))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip: %v, %v; want %v", got, err, want)
+	}
+	got, err = ParseSockets(readTestdata(t, "proc-net-tcp.txt"))
+	if want := []Socket{{2024, 0, tcpListen, 1605}, {18099, 0, tcpListen, 13587}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("tcp: %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"0100007F:46B3 0100007F 01", "0100007F:46B3 0100007F:1 0x1", "0100007F:46B3 0100007F:1 100"} {
+		line := "   0: " + bad + " 00000000:00000000 00:00000000 00000000     0        0 1 1\n"
+		if _, err := ParseSockets([]byte("hdr\n" + line)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzParseSockets(f *testing.F) {
+	f.Add(readTestdata(f, "proc-net-tcp.txt"))
+	f.Add(readTestdata(f, "proc-net-tcp6.txt"))
+	f.Add(formatSockets([]Socket{{8000, 41234, 1, 13587}, {41234, 8000, 6, 0}}))
+	f.Fuzz(func(t *testing.T, b []byte) { roundTrip(t, b, ParseSockets, formatSockets) })
 }

@@ -315,25 +315,40 @@ func pidListens(pid int, port uint16) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, f := range []string{"tcp", "tcp6"} {
-		name := fmt.Sprintf("/proc/%d/net/%s", pid, f)
-		b, err := os.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) && f == "tcp6" {
-			continue // IPv6 disabled
-		} else if err != nil {
-			return false, err
-		}
-		ls, err := ParseListeners(b)
-		if err != nil {
-			return false, fmt.Errorf("%s: %v", name, err)
-		}
-		for _, l := range ls {
-			if l.Port == port && held[l.Inode] {
-				return true, nil
-			}
+	ss, err := netSockets(pid)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range ss {
+		if s.State == tcpListen && s.LocalPort == port && held[s.Inode] {
+			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// Conns counts the connections on the server's port that are open or
+// closing (any state but LISTEN and TIME_WAIT) in its network namespace.
+func (p *Peer) Conns() (int, error) {
+	_, ps, err := net.SplitHostPort(p.Addr)
+	if err != nil {
+		return 0, err
+	}
+	port, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("port %q: %v", ps, err)
+	}
+	ss, err := netSockets(p.Pid())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range ss {
+		if s.LocalPort == uint16(port) && s.State != tcpListen && s.State != tcpTimeWait {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // socketInodes returns the inodes of the sockets process pid holds.

@@ -11,8 +11,10 @@ import (
 
 // The shipped h2load matrix's report: matrix.md has a row per object and
 // protocol with every metric and the ratios to h2o and nginx under the same
-// load, and summary.json the same ratios. A server whose CPU time rounds to
-// 0 (too short a run for /proc's 10 ms ticks) still plots.
+// load, then the ratios per repetition with the count of repetitions each
+// protocol did better in, and the order each repetition ran the servers in;
+// summary.json the same ratios. A server whose CPU time rounds to 0 (too
+// short a run for /proc's 10 ms ticks) still plots.
 func TestH2loadMatrix(t *testing.T) {
 	rate := map[string]float64{"shunt": 50_000, "h2o": 100_000, "nginx": 40_000}
 	dir, sum := shippedReport(t, "h2load", func(r *experiment.Run, rec *experiment.Record) {
@@ -38,13 +40,19 @@ func TestH2loadMatrix(t *testing.T) {
 		// No ratio to a median of 0.
 		"| 1KB | shunt-h2c-c10 | 3 | 50500 [50250-50750] | 505.0 [502.5-507.5] | 39.6 [39.4-39.8] | 1.98 [1.97-1.99] | 19.8 [19.7-19.9] | 20000 [20000-20000] | 0.50 | 1.25 |  | 0.80 | 2.00 | 0.80 |",
 		"| 1MB | h2o-tls-c10 | 3 |",
+		"| 16KB | shunt-tls-c100 | 0.50 [0.50-0.50] 0/3 better | 1.25 [1.25-1.25] 3/3 better | 2.00 [2.00-2.00] 0/3 better | 0.80 [0.80-0.80] 3/3 better | 2.00 [2.00-2.00] 0/3 better | 0.80 [0.80-0.80] 3/3 better |",
+		"- repetition 0: server shunt, h2o, nginx in every group of 3\n- repetition 1: server h2o, nginx, shunt in every group of 3\n- repetition 2: server nginx, shunt, h2o in every group of 3\n",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("matrix.md lacks %q:\n%s", want, md)
 		}
 	}
-	if n := strings.Count(string(md), "\n| "); n != 1+3*12 {
+	whole, perRep, _ := strings.Cut(string(md), "per repetition")
+	if n := strings.Count(whole, "\n| "); n != 1+3*12 {
 		t.Errorf("%d table lines, want a header and 36 rows:\n%s", n, md)
+	}
+	if n := strings.Count(perRep, "\n| "); n != 1+3*12 {
+		t.Errorf("%d lines in the table per repetition, want a header and 36 rows:\n%s", n, md)
 	}
 	// Per load, object and metric: shunt against h2o and nginx, h2o
 	// against nginx and back; less the 1 KB CPU ratios to h2o's 0 (shunt's

@@ -6,7 +6,9 @@
 // per request (cpu_per_req_us: user + system time of its processes over the
 // run / requests), its resident memory at the end of the run (rss_kb), and
 // the requests' median and 99th percentile times (latency_p50_ms, latency_p99_ms,
-// from h2load's --log-file); counts: requests, duration_s.
+// from h2load's --log-file); counts: requests, duration_s, and the wait
+// after the run until the server was quiet (settle_ms, settle_cpu_ms).
+// A new server is warmed up first with a tenth of a run per object.
 package h2load
 
 import (
@@ -108,9 +110,95 @@ func Start(ctx context.Context, env *experiment.Env, c Config) (*Session, error)
 		return nil, err
 	}
 	h2ver, _ := peers.Version("h2load")
-	return &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), dir: env.Dir, info: map[string]string{
+	s := &Session{cfg: c, peer: p, client: origin.Prefix(env.Net.Client()), dir: env.Dir, info: map[string]string{
 		"server": ver, "client": h2ver, "workers": strconv.Itoa(c.Workers),
-		"load": fmt.Sprintf("h2load -c %d -m %d -t 1", c.Clients, c.Streams)}}, nil
+		"load": fmt.Sprintf("h2load -c %d -m %d -t 1 (after a warm-up of a tenth of a run per object)", c.Clients, c.Streams)}}
+	if err := s.warmUp(ctx, env.Objects); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// warmUp runs a tenth of a run of every object, not measured: a fresh
+// server's first run paid for growing its heap, stacks and caches (h76's
+// four matrices: shunt's first 1 KB runs at 0.95 of its later ones' req/s
+// and 1.06 of their CPU per request, h2o's CPU at 0.95).
+func (s *Session) warmUp(ctx context.Context, objs []experiment.Object) error {
+	for _, o := range objs {
+		sz, err := origin.ParseSizes(o)
+		if err != nil {
+			return err
+		}
+		l := peers.Load{URLs: []string{s.peer.URL(origin.ObjectPath(sz.Size))}, Clients: s.cfg.Clients, Streams: s.cfg.Streams,
+			Requests: max(s.cfg.Clients*s.cfg.Streams, RequestsFor(sz.Size, s.cfg)/10), Prefix: s.client}
+		if _, err := s.load(ctx, l); err != nil {
+			return fmt.Errorf("warm-up with %s: %w", o.Name, err)
+		}
+		if _, err := settle(ctx, s.peer.Conns, s.cpu, sleep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Session) cpu() (time.Duration, error) { return peers.TreeCPU(s.peer.Pid()) }
+
+// Bounds of settle: it polls every settlePoll, and the server is quiet
+// when its CPU time has not moved over settleQuiet polls (/proc counts it
+// in 10 ms ticks).
+const (
+	settlePoll  = 10 * time.Millisecond
+	settleQuiet = 3
+	settleMax   = 500 * time.Millisecond
+)
+
+// settle waits until the server holds no connection (conns: open or
+// closing) and its CPU time (cpu) stood still over settleQuiet polls, at
+// most settleMax, and returns the CPU time it spent meanwhile. On loopback
+// the servers closed a run's connections 2-16 ms after h2load exited,
+// spending 1-14 ms of CPU, and the next run started as soon as 12 ms after
+// (h77, 28 Nov): without the wait that ran into the next server's run.
+func settle(ctx context.Context, conns func() (int, error), cpu func() (time.Duration, error), sleep func(context.Context, time.Duration) error) (time.Duration, error) {
+	c0, err := cpu()
+	if err != nil {
+		return 0, err
+	}
+	last, still := c0, 0
+	for range settleMax / settlePoll {
+		if err := sleep(ctx, settlePoll); err != nil {
+			return last - c0, err
+		}
+		n, err := conns()
+		if err != nil {
+			return last - c0, err
+		}
+		c, err := cpu()
+		if err != nil {
+			return last - c0, err
+		}
+		if c == last {
+			still++
+		} else {
+			last, still = c, 0
+		}
+		if n == 0 && still >= settleQuiet {
+			break
+		}
+	}
+	return last - c0, nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Info describes the server, the load tool and the load.
@@ -146,6 +234,12 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	if err != nil {
 		return experiment.Result{}, err
 	}
+	t0 := time.Now()
+	tail, err := settle(ctx, s.peer.Conns, s.cpu, sleep)
+	if err != nil {
+		return experiment.Result{}, err
+	}
+	settled := time.Since(t0)
 	p50, p99, err := latencies(log, res.Succeeded)
 	if err != nil {
 		return experiment.Result{}, err
@@ -160,7 +254,8 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 			"latency_p50_ms": float64(p50) / 1e6,
 			"latency_p99_ms": float64(p99) / 1e6,
 		},
-		Counts: map[string]float64{"requests": float64(res.Total), "duration_s": res.Duration.Seconds()},
+		Counts: map[string]float64{"requests": float64(res.Total), "duration_s": res.Duration.Seconds(),
+			"settle_ms": float64(settled.Microseconds()) / 1e3, "settle_cpu_ms": float64(tail.Microseconds()) / 1e3},
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package h2load
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -37,5 +38,49 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := Percentile(ts[:1], 0.99); got != time.Millisecond {
 		t.Errorf("one value: %v", got)
+	}
+}
+
+// settle polls until the server holds no connection and its CPU time stood
+// still over settleQuiet polls, and returns the CPU spent meanwhile; a
+// server that never settles is waited for settleMax at most.
+func TestSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		conns     []int
+		cpu       []time.Duration // per poll, after the first read
+		wantPolls int
+		wantCPU   time.Duration
+	}{
+		{"quiet", []int{0}, []time.Duration{0}, settleQuiet, 0},
+		{"closing", []int{100, 40, 0}, []time.Duration{10, 20, 20, 20, 30, 30, 30}, 8, 30},
+		{"connections stay", []int{1}, []time.Duration{0}, int(settleMax / settlePoll), 0},
+		{"busy", []int{0}, []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}, int(settleMax / settlePoll), 50},
+	} {
+		polls := 0
+		at := func(s []int) int { return s[min(polls-1, len(s)-1)] }
+		conns := func() (int, error) { return at(tc.conns), nil }
+		cpu := func() (time.Duration, error) {
+			if polls == 0 {
+				return 0, nil
+			}
+			return tc.cpu[min(polls-1, len(tc.cpu)-1)] * time.Millisecond, nil
+		}
+		fake := func(_ context.Context, d time.Duration) error {
+			if d != settlePoll {
+				t.Errorf("%s: slept %v", tc.name, d)
+			}
+			polls++
+			return nil
+		}
+		got, err := settle(context.Background(), conns, cpu, fake)
+		if err != nil || polls != tc.wantPolls || got != tc.wantCPU*time.Millisecond {
+			t.Errorf("%s: %v, %v after %d polls; want %v after %d", tc.name, got, err, polls, tc.wantCPU*time.Millisecond, tc.wantPolls)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := settle(ctx, func() (int, error) { return 1, nil }, func() (time.Duration, error) { return 0, nil }, sleep); err == nil {
+		t.Error("settle with a cancelled context: no error")
 	}
 }
