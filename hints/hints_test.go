@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -366,6 +367,11 @@ func TestParseErrors(t *testing.T) {
 		{"urgent -> path=fast split budget=10%", "x.rules line 1: split goes with none of"},
 		{"urgent -> path=fast split=10KB", "x.rules line 1: unknown action \"split=10KB\""},
 		{"urgent -> path=fast split split", "x.rules line 1: action split given twice"},
+		{"urgent -> path=fast join redundant", "x.rules line 1: join goes with none of"},
+		{"urgent -> path=fast join tail=16KB", "x.rules line 1: join goes with none of"},
+		{"urgent -> path=fast hedge join", "x.rules line 1: join goes with none of"},
+		{"urgent -> path=fast join budget=1MB", "x.rules line 1: join goes with none of"},
+		{"urgent -> path=fast join=1", "x.rules line 1: unknown action \"join=1\""},
 	} {
 		_, err := Parse("x.rules", tc.text)
 		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
@@ -384,6 +390,7 @@ urgent loss>=1.5% urgency<=1 -> path=fast redundant budget=2MB
 bulk size<1KB -> path=wifi
 class=style -> path=fast hedge copies=7.5%
 class=script -> path=fast split
+class=document -> path=fast join
 * -> path=finish budget=12.5%`
 	p, err := Parse("mine.rules", text)
 	if err != nil {
@@ -408,7 +415,10 @@ class=script -> path=fast split
 	if r := p.Rules[4]; !r.Split || r.Path != "fast" {
 		t.Errorf("rule 5: %+v", r)
 	}
-	if r := p.Rules[5]; r.BudgetPct != 12.5 || r.Budget != 0 {
+	if r := p.Rules[5]; !r.Join || r.Split || r.Path != "fast" {
+		t.Errorf("rule 6: %+v", r)
+	}
+	if r := p.Rules[6]; r.BudgetPct != 12.5 || r.Budget != 0 {
 		t.Errorf("rule 5: %+v", r)
 	}
 	checkRoundTrip(t, p)
@@ -453,6 +463,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("policy y\ngather 3ms\ncap fast 25%\ncap exp 1%\nurgent -> path=fast redundant\n* -> path=finish tail=2KB budget=10%")
 	f.Add("cap fast 10%\nclass=script,document -> path=fast split\n* -> path=cheap")
+	f.Add("cap fast 10%\nclass=document -> path=fast split join\nurgent -> path=exp join\n* -> path=cheap")
 	f.Add("policy x\nclass=image,font size>=1KB size<=1MiB urgency>=2 loss>=0.5% -> path=cheap tail=1 budget=9")
 	f.Fuzz(func(t *testing.T, text string) {
 		p, err := Parse("fuzz", text)
@@ -657,4 +668,76 @@ func TestSplit(t *testing.T) {
 	if got := q.CapRoom(1, 0, twoPaths(), t0, load); got != math.MaxInt64 {
 		t.Errorf("no cap: room %d, want MaxInt64", got)
 	}
+}
+
+// Join on hints-latency's pinterest (h75): the 344,000-byte document on
+// exp (path 1) has 96,000 bytes in at 160 ms, 80 ms after its first byte
+// (1.2 MB/s), when cheap (RTT 80 ms, no bandwidth measured yet, idle)
+// comes up. By hand: alone exp ends the rest (248,000 bytes) in 206.7 ms.
+// Joined, cheap's first byte comes at +80 ms, 14,480 bytes (10 segments)
+// in its first round trip and 28,960 in its second from +160 ms, at exp's
+// rate for want of its own: 1.2e6 T + 14,480 + 1.2e6 (T - 0.16) = 248,000
+// gives T = 177.3 ms, the cut at 96,000 + 1.2e6 T = 308,760 and cheap's
+// part 35,240 bytes, both ending at +177.3 ms.
+func TestJoin(t *testing.T) {
+	p := mustPreset(t, "capped-join")
+	const load = 1548000
+	now := t0.Add(160 * time.Millisecond)
+	paths := twoPaths()
+	paths[0].Bandwidth = 0
+	paths[1].Sent, paths[1].Queued = 344000, 248000
+	d := p.DecideLoad(Hint{Document, 344000, 0}, twoPaths(), t0, load)
+	if want := (Decision{Path: 1, Second: -1, Join: true, Rule: 3}); d != want {
+		t.Fatalf("document: %+v, want %+v", d, want)
+	}
+	tr := Transfer{Path: 1, Size: 344000, Received: 96000, Start: t0.Add(60 * time.Millisecond), FirstByte: t0.Add(80 * time.Millisecond), LastByte: now, Held: 96000 + 65536}
+	j, at := p.Join(d, tr, paths, now, load)
+	if j != 0 || at < 308757 || at > 308763 {
+		t.Fatalf("join: path %d at %d, want cheap (0) at 308,760", j, at)
+	}
+	// Credit already given past that point is not taken back: the cut is
+	// where it ends (cheap's 24,000 bytes end at +167.9 ms, exp's at
+	// +186.7, before exp alone's +206.7).
+	held := tr
+	held.Held = 320000
+	if j, at := p.Join(d, held, paths, now, load); j != 0 || at != 320000 {
+		t.Errorf("held to 320,000: path %d at %d, want cheap at 320,000", j, at)
+	}
+	// cheap measured at 0.6 MB/s (a BDP of 48,000 bytes): 1.2e6 T +
+	// 14,480 + 0.6e6 (T - 0.16) = 248,000 gives T = 183.07 ms, the cut at
+	// 315,680.
+	slow := slices.Clone(paths)
+	slow[0].Bandwidth = 0.6e6
+	if j, at := p.Join(d, tr, slow, now, load); j != 0 || at < 315677 || at > 315683 {
+		t.Errorf("cheap at 0.6 MB/s: path %d at %d, want cheap at 315,680", j, at)
+	}
+	for name, change := range map[string]func(*Decision, *Transfer, []PathState, **Policy){
+		"no join rule":          func(d *Decision, _ *Transfer, _ []PathState, _ **Policy) { d.Join = false },
+		"split":                 func(d *Decision, _ *Transfer, _ []PathState, _ **Policy) { d.Split = 1000 },
+		"not held":              func(_ *Decision, tr *Transfer, _ []PathState, _ **Policy) { tr.Held = 0 },
+		"no first byte":         func(_ *Decision, tr *Transfer, _ []PathState, _ **Policy) { tr.FirstByte = time.Time{} },
+		"a tail":                func(_ *Decision, tr *Transfer, _ []PathState, _ **Policy) { tr.From = 1000 },
+		"cheap busy":            func(_ *Decision, _ *Transfer, ps []PathState, _ **Policy) { ps[0].Queued = 1 },
+		"cheap connecting":      func(_ *Decision, _ *Transfer, ps []PathState, _ **Policy) { ps[0].Up = false },
+		"held past the cut":     func(_ *Decision, tr *Transfer, _ []PathState, _ **Policy) { tr.Held = 340000 }, // 4,000 bytes: under a first window
+		"rest under one window": func(_ *Decision, tr *Transfer, _ []PathState, _ **Policy) { tr.Received, tr.Held = 330000, 340000 },
+		"cheap capped at 15,480": func(_ *Decision, _ *Transfer, _ []PathState, p **Policy) {
+			*p = mustParse(t, "cap fast 25%\ncap cheap 1%\nclass=document -> path=fast join\n* -> path=cheap")
+		},
+	} {
+		dd, trr, ps, pol := d, tr, slices.Clone(paths), p
+		change(&dd, &trr, ps, &pol)
+		if j, at := pol.Join(dd, trr, ps, now, load); j >= 0 {
+			t.Errorf("%s: joined on path %d at %d, want no join", name, j, at)
+		}
+	}
+}
+
+func mustParse(t *testing.T, text string) *Policy {
+	t.Helper()
+	p, err := Parse("test.rules", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

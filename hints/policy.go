@@ -73,7 +73,10 @@ type Decision struct {
 	// cap leaves Path of an object larger than that (a split rule).
 	Split int64
 	Rest  int
-	Rule  int // the rule's line in its file (0: no rule matched)
+	// Join: the response, asked for whole on Path, may have its rest
+	// taken by a path that comes up idle later (Policy.Join).
+	Join bool
+	Rule int // the rule's line in its file (0: no rule matched)
 }
 
 // Redundant reports whether the request goes on two paths.
@@ -101,7 +104,7 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 		}
 		return d
 	}
-	d.Rule, d.Tail, d.Hedge, d.CopyPct = r.Line, r.Tail, r.Hedge, r.CopyPct
+	d.Rule, d.Tail, d.Hedge, d.CopyPct, d.Join = r.Line, r.Tail, r.Hedge, r.CopyPct, r.Join
 	var total int64
 	for _, ps := range paths {
 		total += ps.Sent
@@ -264,6 +267,10 @@ type Transfer struct {
 	Start     time.Time // the request was sent (zero: unknown)
 	FirstByte time.Time // zero: no byte yet
 	LastByte  time.Time
+	// Held is the offset up to which the client has let the server send
+	// (flow control); 0: not held, the response cannot be stopped at a
+	// byte (Join).
+	Held int64
 }
 
 // ShouldTail decides whether the rest of t, from offset Received, is asked

@@ -78,6 +78,14 @@ var presets = map[string]string{
 	// the room unused (google's async script, whose three children wait for
 	// it: h75, issue 19).
 	"capped-split": "gather 2ms\ncap fast 25%\nclass=document,style,script,async-script -> path=fast split\n* -> path=cheap",
+	// capped-split, and a response on the fast path asked for before the
+	// cheap one was up has its rest shared with cheap once cheap is up
+	// and idle, when that ends it sooner: its stream held by flow control
+	// to a byte, the rest from there by Range on cheap (Policy.Join).
+	// hints-latency's pinterest left cheap idle while its 344 KB document
+	// came over exp, then started the style sheet and script from a cold
+	// window (h75, issue 19).
+	"capped-join": "gather 2ms\ncap fast 25%\nclass=document,style,script,async-script -> path=fast split join\n* -> path=cheap",
 	// urgent-fast, with the redundancy only when a path loses packets.
 	"adaptive": "loss>=0.5% urgent size<=64KB -> path=fast redundant\nurgent -> path=fast\nsize>=100KB -> path=cheap tail=32KB\n* -> path=cheap",
 }

@@ -44,6 +44,10 @@ const (
 // preferred path less room than the object needs, its head, as much as
 // they leave, is asked for there by Range and the rest at once on the
 // cheapest path the caps allow, instead of the whole on that path),
+// "join" (a response in flight, its stream held by flow control, has its
+// rest shared with a path that comes up idle later when that ends it
+// sooner: the stream stops at a byte, the other path asks for the rest by
+// Range; Policy.Join),
 // "copies=P%" (this rule's tails and hedges
 // only while every copy's bytes, each charged whole, stay within P % of the
 // bytes placed so far, or of the load's when the client knows them: a
@@ -100,6 +104,7 @@ type Rule struct {
 	Hedge     bool
 	CopyPct   float64 // tails' and hedges' bytes, percent of the bytes placed; 0 none
 	Split     bool    // over the path's cap: the head it leaves there, the rest elsewhere
+	Join      bool    // a path that comes up idle later may take the rest (Policy.Join)
 }
 
 func anyRule() Rule { return Rule{MinSize: -1, MaxSize: -1, MinUrg: -1, MaxUrg: -1} }
@@ -314,6 +319,8 @@ func parseRule(matchers, actions []string) (Rule, error) {
 			r.Hedge = true
 		case k == "split" && !hasV:
 			r.Split = true
+		case k == "join" && !hasV:
+			r.Join = true
 		case k == "copies" && hasV:
 			r.CopyPct, err = parsePercent(v)
 		case k == "tail" && hasV:
@@ -329,7 +336,7 @@ func parseRule(matchers, actions []string) (Rule, error) {
 				err = fmt.Errorf("budget=0: leave it out for no budget")
 			}
 		default:
-			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, hedge, copies=P%%, budget=N, split)", a)
+			err = fmt.Errorf("unknown action %q (want path=..., redundant, tail=N, hedge, copies=P%%, budget=N, split, join)", a)
 		}
 		if err != nil {
 			return r, err
@@ -347,6 +354,10 @@ func parseRule(matchers, actions []string) (Rule, error) {
 		// A split's two requests are the object's only copies, and a
 		// cap, not a rule's budget, says how much its path may take.
 		return r, fmt.Errorf("split goes with none of redundant, tail=N, hedge, budget=")
+	case r.Join && (r.Redundant || r.Hedge || r.Tail > 0 || r.Budget > 0 || r.BudgetPct > 0):
+		// The held stream and the joining request are the object's only
+		// copies, and the joining path's caps say what it may take.
+		return r, fmt.Errorf("join goes with none of redundant, tail=N, hedge, budget=")
 	}
 	return r, nil
 }
@@ -491,6 +502,9 @@ func (r Rule) String() string {
 	}
 	if r.Split {
 		a = append(a, "split")
+	}
+	if r.Join {
+		a = append(a, "join")
 	}
 	if r.Budget > 0 {
 		a = append(a, "budget="+strconv.FormatInt(r.Budget, 10))

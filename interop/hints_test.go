@@ -21,7 +21,9 @@ import (
 // TestHintedAgainstPeers: mph2.Hinted (issue 19) against unmodified nginx
 // and h2o over TLS and h2c: a document placed on the path its class asks
 // for, a redundant copy raced on two paths, and a tail re-requested by
-// Range on the other path when one path crawls; every body is compared
+// Range on the other path when one path crawls, a split, and a join (a
+// crawling response's rest taken by a path that comes up 200 ms later,
+// exp's stream stopped at the cut by flow control); every body is compared
 // with the file.
 func TestHintedAgainstPeers(t *testing.T) {
 	root := t.TempDir()
@@ -41,21 +43,27 @@ func TestHintedAgainstPeers(t *testing.T) {
 		for _, tc := range []struct {
 			name, rules string
 			slowExp     bool
+			lateCheap   bool // cheap's dial takes 200 ms
 			path        string
 			want        []byte
 			check       func(*mph2.Got, mph2.HintedStats) bool
 		}{
-			{"placed", "class=document -> path=exp\n* -> path=cheap", false, "/index.html", doc,
+			{"placed", "class=document -> path=exp\n* -> path=cheap", false, false, "/index.html", doc,
 				func(g *mph2.Got, s mph2.HintedStats) bool { return g.Path == 1 && s.Paths[1].Requests == 1 }},
-			{"redundant", "* -> path=exp redundant", true, "/index.html", doc,
+			{"redundant", "* -> path=exp redundant", true, false, "/index.html", doc,
 				func(g *mph2.Got, s mph2.HintedStats) bool { return s.Redundant == 1 && s.SecondWon == 1 && g.Path == 0 }},
-			{"tail", "* -> path=exp tail=1MB", true, "/big.jpg", img,
+			{"tail", "* -> path=exp tail=1MB", true, false, "/big.jpg", img,
 				func(g *mph2.Got, s mph2.HintedStats) bool { return s.Tails == 1 && g.TailPath == 0 }},
 			// exp may carry 40 % of the 300000 bytes: the head by
 			// Range (0-119999) there, the rest (120000-) on cheap.
-			{"split", "cap exp 40%\n* -> path=exp split", false, "/big.jpg", img,
+			{"split", "cap exp 40%\n* -> path=exp split", false, false, "/big.jpg", img,
 				func(g *mph2.Got, s mph2.HintedStats) bool {
 					return s.Splits == 1 && s.Paths[1].Used == 120_000 && s.Paths[0].Used == 180_000 && s.Wasted == 0
+				}},
+			{"join", "class=document -> path=exp join\n* -> path=cheap", true, true, "/big.jpg", img,
+				func(g *mph2.Got, s mph2.HintedStats) bool {
+					exp, cheap := s.Paths[1], s.Paths[0]
+					return s.Joins == 1 && g.Decision.Split == exp.Used && exp.Received == exp.Used && cheap.Used == 300_000-exp.Used && s.Wasted == 0
 				}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -67,8 +75,15 @@ func TestHintedAgainstPeers(t *testing.T) {
 				if tc.slowExp {
 					rate = 50e3
 				}
+				cheap := throttledDial(0)
+				if tc.lateCheap {
+					cheap = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						time.Sleep(200 * time.Millisecond)
+						return throttledDial(0)(ctx, network, addr)
+					}
+				}
 				h := &mph2.Hinted{Client: &mph2.Client{TLSConfig: conf, Paths: []mph2.Path{
-					{Name: "cheap", Dial: throttledDial(0)}, {Name: "exp", Dial: throttledDial(rate)}}}, Policy: pol}
+					{Name: "cheap", Dial: cheap}, {Name: "exp", Dial: throttledDial(rate)}}}, Policy: pol}
 				if err := h.Start(p.URL("/")); err != nil {
 					t.Fatal(err)
 				}

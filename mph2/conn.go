@@ -308,13 +308,19 @@ func (c *Client) h1Transport(dial func(ctx context.Context, network, addr string
 // roundTrip sends req on the path. window > 0 asks for a manually
 // controlled HTTP/2 stream whose first window is window bytes.
 func (pc *pathConn) roundTrip(req *http.Request, window int64) (*http.Response, *h2.Stream, error) {
-	if pc.h1 != nil {
-		res, err := pc.h1.RoundTrip(req)
-		return res, nil, err
-	}
 	var opts h2.StreamOptions
 	if window > 0 {
 		opts = h2.StreamOptions{ManualWindow: true, ReceiveWindow: uint32(max(window, flowInitialWindow))}
+	}
+	return pc.roundTripOpts(req, opts)
+}
+
+// roundTripOpts sends req on the path with the HTTP/2 stream's options
+// (ignored over HTTP/1.1).
+func (pc *pathConn) roundTripOpts(req *http.Request, opts h2.StreamOptions) (*http.Response, *h2.Stream, error) {
+	if pc.h1 != nil {
+		res, err := pc.h1.RoundTrip(req)
+		return res, nil, err
 	}
 	res, err := pc.h2.RoundTripOpts(req, opts)
 	if err != nil {

@@ -118,6 +118,9 @@ type HintedStats struct {
 	// Splits counts the objects asked for in two parts, a head and the
 	// rest on another path (hints.Decision.Split).
 	Splits int
+	// Joins counts the responses whose rest was shared with a path that
+	// came up idle, their streams stopped at a byte (hints.Policy.Join).
+	Joins int
 }
 
 // HintedPathStats is one path's share.
@@ -162,6 +165,9 @@ func (h *Hinted) Start(rawURL string) error {
 			// is what honours a Path.Budget.
 			return fmt.Errorf("mph2: Hinted: path %s: Budget is the Client's downloads'; a Policy's rules have their own (budget=)", p.Label(i))
 		}
+	}
+	if h.Policy.Joins() && h.Client.EndAdjust != EndFlowControl {
+		return errors.New("mph2: Hinted: a join rule stops streams by flow control: the Client's EndAdjust must be EndFlowControl")
 	}
 	u, err := parseURL(rawURL)
 	if err != nil {

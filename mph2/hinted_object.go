@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shunt-net/shunt/content"
+	"github.com/shunt-net/shunt/h2"
 	"github.com/shunt-net/shunt/hints"
 )
 
@@ -36,9 +37,14 @@ type hcopy struct {
 	// check, for a whole copy asked for again without a validator, is the
 	// object's first bytes as received before: the copy's must equal them.
 	check []byte
+	// hold: the copy's stream gets credit only credit bytes ahead of what
+	// has arrived (a manual window), so that a join can stop it at a byte.
+	hold   bool
+	credit int64
 
 	size   int64     // the object's size; -1 until the response says
 	got    int64     // body bytes read, from off
+	held   int64     // a held copy's credit given: the offset the server may send up to (0: not held)
 	sent   time.Time // the request went out on its connection
 	first  time.Time
 	last   time.Time
@@ -305,6 +311,8 @@ func (o *hobject) start(path int, off, end int64, check []byte, t *turn) *hcopy 
 		hdr = o.rangeHeader(off, end)
 	}
 	o.mu.Lock()
+	// A join rule's whole request, the object's first copy, is held.
+	c.hold = o.d.Join && o.d.Split == 0 && off == 0 && end == 0 && len(o.copies) == 0 && o.h.Client.EndAdjust == EndFlowControl
 	o.copies = append(o.copies, c)
 	o.mu.Unlock()
 	o.h.mu.Lock()
@@ -354,6 +362,9 @@ func (o *hobject) run() {
 	defer close(o.ended)
 	defer o.cancel()
 	defer func() {
+		o.mu.Lock()
+		d := o.d // a join has split it
+		o.mu.Unlock()
 		h.mu.Lock()
 		for p, n := range placedOn(d, o.placed) {
 			h.paths[p].queued -= n
@@ -362,9 +373,10 @@ func (o *hobject) run() {
 	}()
 	o.mu.Lock()
 	running := len(o.copies)
+	joining := o.copies[0].hold && !o.learn
 	o.mu.Unlock()
 	var tick <-chan time.Time
-	if d.Tail > 0 || d.Hedge {
+	if d.Tail > 0 || d.Hedge || joining {
 		t := time.NewTicker(h.tailCheck())
 		defer t.Stop()
 		tick = t.C
@@ -419,6 +431,11 @@ func (o *hobject) run() {
 			tail := o.tail
 			o.mu.Unlock()
 			switch {
+			case joining:
+				if o.join() {
+					running++
+					tick = nil
+				}
 			case tail == nil:
 				if o.askRest() {
 					running++
@@ -504,6 +521,44 @@ func (o *hobject) askRest() bool {
 	o.mu.Lock()
 	o.tail = c
 	o.mu.Unlock()
+	return true
+}
+
+// join shares the rest of the held first copy with a path that has come up
+// idle, when the policy says that ends the object sooner (hints.Policy.Join):
+// the copy's credit is never given past the cut, so its stream stops
+// there, and the bytes from the cut are asked for on that path; the object
+// is then split as a split rule's is. It reports whether it joined.
+func (o *hobject) join() bool {
+	h := o.h
+	o.mu.Lock()
+	c := o.copies[0]
+	if c.held == 0 || len(o.copies) > 1 {
+		o.mu.Unlock()
+		return false
+	}
+	tr := o.transfer(c)
+	tr.Held = c.held
+	h.mu.Lock()
+	j, at := h.Policy.Join(o.d, tr, h.states(), time.Now(), h.Expect)
+	if j >= 0 {
+		moved := o.placed - at
+		h.paths[c.path].sent -= moved
+		h.paths[c.path].queued -= moved
+		h.paths[j].sent += moved
+		h.paths[j].queued += moved
+		h.stats.Joins++
+	}
+	h.mu.Unlock()
+	if j >= 0 {
+		c.end = at
+		o.d.Split, o.d.Rest = at, j
+	}
+	o.mu.Unlock()
+	if j < 0 {
+		return false
+	}
+	o.start(j, at, 0, nil, nil)
 	return true
 }
 
@@ -798,7 +853,17 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	resp, _, err := pc.roundTrip(req, 0)
+	var opts h2.StreamOptions
+	if h.Client.EndAdjust == EndFlowControl {
+		// The connection's streams start with flowInitialWindow: a held
+		// copy is given its credit by hand, the others h2's usual window.
+		opts.ReceiveWindow = hintedWindow
+		if c.hold {
+			c.credit = h.holdCredit(c.path)
+			opts = h2.StreamOptions{ManualWindow: true, ReceiveWindow: uint32(c.credit)}
+		}
+	}
+	resp, h2s, err := pc.roundTripOpts(req, opts)
 	if err != nil {
 		return err
 	}
@@ -832,6 +897,9 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 	}
 	c.status, c.header, c.size, c.first, c.last, c.end = resp.StatusCode, resp.Header, size, now, now, end
 	c.buf = make([]byte, end-c.off)
+	if c.hold && h2s != nil && opts.ManualWindow {
+		c.held = min(c.off+c.credit, end)
+	}
 	o.cond.Broadcast()
 	o.mu.Unlock()
 	if c.learn {
@@ -848,26 +916,55 @@ func (h *Hinted) fetchCopy(ctx context.Context, o *hobject, c *hcopy, rawURL str
 			h.mu.Unlock()
 		}()
 	}
-	for n := int64(0); n < int64(len(c.buf)); {
-		k, err := resp.Body.Read(c.buf[n:])
+	// lim is where the copy's bytes end, which a join moves to its cut.
+	for n, lim := int64(0), int64(len(c.buf)); n < lim; {
+		k, err := resp.Body.Read(c.buf[n:lim])
 		if end := min(n+int64(k), int64(len(c.check))); n < end && !bytes.Equal(c.buf[n:end], c.check[n:end]) {
 			return finalError{fmt.Errorf("asked again without a validator, the object differs from the bytes received before it (in %d-%d)", n, end-1)}
 		}
 		n += int64(k)
+		var grow int64
 		if k > 0 {
+			if c.hold {
+				c.credit = max(c.credit, h.holdCredit(c.path)) // as the path's bandwidth shows
+			}
 			o.mu.Lock()
 			c.got, c.last = n, time.Now()
+			lim = c.end - c.off
+			if c.held > 0 {
+				// Credit a quarter at a time, and the last bytes to the end.
+				if t := min(c.end, c.off+n+c.credit); t-c.held >= c.credit/4 || t == c.end && t > c.held {
+					grow, c.held = t-c.held, t
+				}
+			}
 			o.cond.Broadcast()
 			o.mu.Unlock()
 		}
-		if err == io.EOF && n < int64(len(c.buf)) {
-			return fmt.Errorf("body ended after %d of %d bytes: %w", n, len(c.buf), io.ErrUnexpectedEOF)
+		if grow > 0 {
+			h2s.GrowWindow(uint32(grow)) // fails only once the stream has ended
+		}
+		if err == io.EOF && n < lim {
+			return fmt.Errorf("body ended after %d of %d bytes: %w", n, lim, io.ErrUnexpectedEOF)
 		}
 		if err != nil && err != io.EOF {
 			return err
 		}
 	}
 	return nil
+}
+
+// hintedWindow is a Hinted stream's receive window on a connection whose
+// streams start with flowInitialWindow (EndFlowControl): h2's default.
+const hintedWindow = 1 << 20
+
+// holdCredit is how far ahead of the bytes received a held copy on path p
+// lets the server send: two round trips at the path's bandwidth, at least
+// 64 KB (a held stream must not be slower than the others).
+func (h *Hinted) holdCredit(p int) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hp := h.paths[p]
+	return max(64<<10, int64(2*hp.bw*hp.minRTT.Seconds()))
 }
 
 // rangeTotal checks a Content-Range of bytes off-(end-1)/total, or with

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +113,47 @@ func TestHintedSplitNoRanges(t *testing.T) {
 	write(t, head.answer(http.StatusOK, objHeader(`"v1"`), int64(len(want))), want)
 	if g := got(); !bytes.Equal(g.Body, want) || g.Path != 1 {
 		t.Fatalf("body of %d bytes (path %d): want the object, from exp", len(g.Body), g.Path)
+	}
+}
+
+// A join over the loopback server: a 600,000-byte document goes whole on
+// exp (1 MB/s), alone up; cheap comes up 150 ms later, idle, and takes the
+// rest from a cut (by Range) while exp's stream, its credit held, stops
+// exactly there: exp receives no DATA past the cut, nothing is read twice,
+// every byte is checked.
+func TestHintedJoin(t *testing.T) {
+	cheap := loopPath("", 0, 0)
+	dial := cheap.Dial
+	cheap.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		time.Sleep(150 * time.Millisecond)
+		return dial(ctx, network, addr)
+	}
+	h, base := startHinted(t, "class=document -> path=exp join\n* -> path=cheap", cheap, loopPath("", 1e6, 0))
+	const size = 600000
+	g := getChecked(t, h, base, size, hints.Hint{Class: hints.Document, Size: size, Urgency: 0})
+	s := h.Stats()
+	exp, ch := s.Paths[1], s.Paths[0]
+	if s.Joins != 1 || g.Decision.Split <= 0 || g.Decision.Rest != 0 || exp.Used != g.Decision.Split || ch.Used != size-g.Decision.Split || ch.Requests != 1 || s.Wasted != 0 {
+		t.Fatalf("decision %+v, stats %+v: want one join, exp's bytes up to the cut, cheap's from it", g.Decision, s)
+	}
+	if exp.Received != exp.Used {
+		t.Errorf("exp received %d bytes of DATA, used %d: want its stream stopped at the cut", exp.Received, exp.Used)
+	}
+	// Without join the whole stays on exp.
+	h, base = startHinted(t, "class=document -> path=exp\n* -> path=cheap", loopPath("", 0, 0), loopPath("", 0, 0))
+	if g := getChecked(t, h, base, 100000, hints.Hint{Class: hints.Document, Size: 100000, Urgency: 0}); g.Path != 1 || h.Stats().Joins != 0 {
+		t.Errorf("no join rule: path %d, stats %+v", g.Path, h.Stats())
+	}
+}
+
+// A join rule needs streams whose credit the client holds.
+func TestHintedJoinNeedsFlowControl(t *testing.T) {
+	pol, err := hints.Parse("x.rules", "urgent -> path=fast join\n* -> path=cheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Hinted{Client: &Client{Paths: []Path{{Name: "cheap"}, {Name: "exp"}}, EndAdjust: EndReset}, Policy: pol}
+	if err := h.Start("http://origin.test"); err == nil || !strings.Contains(err.Error(), "EndFlowControl") {
+		t.Errorf("Start: %v, want an error naming EndFlowControl", err)
 	}
 }

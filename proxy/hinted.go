@@ -54,6 +54,9 @@ func (t *hintedTransport) origin(scheme, host string) (*mph2.Hinted, error) {
 	// would adjust: MP-H2's 16 KB initial window (EndFlowControl) would
 	// only cap every stream at 16 KB a round trip.
 	c.EndAdjust = mph2.EndReset
+	if t.policy.Joins() {
+		c.EndAdjust = mph2.EndFlowControl // a join stops a held stream at a byte
+	}
 	h := &mph2.Hinted{Client: c, Policy: t.policy, Cost: t.cost}
 	if t.placed != nil {
 		h.Placed = func(req *http.Request, hint hints.Hint, g *mph2.Got) { t.placed(req.URL.String(), hint, g.Path) }

@@ -141,7 +141,7 @@ func (s *Session) runMultipath(ctx context.Context, pg *page.Page) (experiment.R
 	}
 	metrics := pageMetrics(pg, res)
 	counts := map[string]float64{"bytes": float64(res.Bytes), "objects": float64(len(res.Objects)), "connections": float64(len(paths)),
-		"redundant": float64(st.Redundant), "second_won": float64(st.SecondWon), "tails": float64(st.Tails), "tail_won": float64(st.TailWon), "cut": float64(st.Cut), "splits": float64(st.Splits),
+		"redundant": float64(st.Redundant), "second_won": float64(st.SecondWon), "tails": float64(st.Tails), "tail_won": float64(st.TailWon), "cut": float64(st.Cut), "splits": float64(st.Splits), "joins": float64(st.Joins),
 		"wasted_body": float64(st.Wasted)}
 	received := map[string]int64{}
 	for _, p := range st.Paths {

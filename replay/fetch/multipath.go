@@ -56,7 +56,7 @@ type MultipathStats struct {
 	// and hedges re-requested, and those that won; copies cancelled as
 	// clearly behind (mph2.HintedStats.Cut); objects split in a head and
 	// the rest on two paths.
-	Redundant, SecondWon, Tails, TailWon, Cut, Splits int
+	Redundant, SecondWon, Tails, TailWon, Cut, Splits, Joins int
 	// Wasted: body bytes read and thrown away (hinted); for MP-H2, the
 	// bytes its streams received past their moved ends.
 	Wasted int64
@@ -93,8 +93,13 @@ func NewMultipath(cfg MultipathConfig) (*Multipath, error) {
 	}
 	// Streams end by RST_STREAM: a hinted load cancels its losing copies
 	// that way, and MP-H2's flow-control ends would give every stream a
-	// 16 KB window (and race the server's SETTINGS ACK over TLS).
+	// 16 KB window (and race the server's SETTINGS ACK over TLS). A policy
+	// that joins holds a response's credit to stop it at a byte: its
+	// connections start streams at 16 KB and Hinted opens them further.
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: cfg.TLSConfig, Proto: mph2.ProtoHTTP2, EndAdjust: mph2.EndReset}
+	if cfg.Policy != nil && cfg.Policy.Joins() {
+		c.EndAdjust = mph2.EndFlowControl
+	}
 	if cfg.Policy != nil {
 		var expect int64
 		for _, o := range cfg.Page.Objects {
@@ -193,7 +198,7 @@ func (m *Multipath) Stats() MultipathStats {
 	if m.h != nil {
 		c = m.h.Client
 		hs := m.h.Stats()
-		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Cut, s.Splits, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Cut, hs.Splits, hs.Wasted
+		s.Redundant, s.SecondWon, s.Tails, s.TailWon, s.Cut, s.Splits, s.Joins, s.Wasted = hs.Redundant, hs.SecondWon, hs.Tails, hs.TailWon, hs.Cut, hs.Splits, hs.Joins, hs.Wasted
 		for i, p := range hs.Paths {
 			s.Paths[i].Requests, s.Paths[i].Used, s.Paths[i].Loss = p.Requests, p.Used, p.Loss
 		}
