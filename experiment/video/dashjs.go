@@ -75,6 +75,7 @@ func checkDashJS(script string) (string, error) {
 type jsPlayback struct {
 	Startup  float64      `json:"startup"`
 	Duration float64      `json:"duration"`
+	End      string       `json:"end"`
 	Stalls   [][2]float64 `json:"stalls"`
 	Segs     []struct {
 		Path   string  `json:"path"`
@@ -104,6 +105,12 @@ type jsAbandoned struct {
 // START-AT:KBPS:BYTES (seconds since the player started).
 const AbandonedInfo = "abandoned"
 
+// EndInfo is the Info key of how a dash.js playback ended: "ended" (the
+// element's event), or "position at ..." when it stood within a frame of
+// the duration without that event (with the element's readyState and when
+// dash.js ended the MediaSource, if it did).
+const EndInfo = "dashjs_end"
+
 func abandonedInfo(as []jsAbandoned) string {
 	var f []string
 	for _, a := range as {
@@ -120,7 +127,7 @@ func abandonedInfo(as []jsAbandoned) string {
 // Every segment is checked against the served file's length and SHA-256,
 // and every segment of the manifest must have been played. start is called
 // just before Chromium is launched.
-func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Result, []jsAbandoned, error) {
+func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Result, *jsPlayback, error) {
 	stderr := &limitedBuffer{max: 4 << 10}
 	cfg := browser.Config{Proto: "h2", Command: s.env.Net.Client().Command, Stderr: stderr, SecureOrigins: []string{"http://" + s.addr}}
 	switch s.c.Mode {
@@ -170,7 +177,7 @@ func (s *Session) playDashJS(ctx context.Context, start func() error) (*dash.Res
 	if want := len(s.m.Reps[0].Segments); len(res.Segments) != want {
 		return nil, nil, fmt.Errorf("dash.js played %d media segments of the manifest's %d", len(res.Segments), want)
 	}
-	return res, pb.Abandoned, nil
+	return res, &pb, nil
 }
 
 // verifyFile checks what a player received of a served file.

@@ -315,10 +315,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 	}
 	var res *dash.Result
 	var meter *pathMeter // the Go player's only: Chromium's sockets are not ours
-	var abandoned []jsAbandoned
+	var pb *jsPlayback   // dash.js's only
 	var err error
 	if s.c.Player == "dashjs" {
-		res, abandoned, err = s.playDashJS(ctx, start)
+		res, pb, err = s.playDashJS(ctx, start)
 	} else {
 		res, meter, err = s.play(ctx, start)
 	}
@@ -333,9 +333,10 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 		out.Counts[TicksMissedCount] = float64(missed)
 		out.Info[LongestGapInfo] = strconv.FormatFloat(longest.Seconds(), 'f', 2, 64)
 	}
-	if s.c.Player == "dashjs" {
-		out.Counts["abandoned"] = float64(len(abandoned))
-		out.Info[AbandonedInfo] = abandonedInfo(abandoned)
+	if pb != nil {
+		out.Counts["abandoned"] = float64(len(pb.Abandoned))
+		out.Info[AbandonedInfo] = abandonedInfo(pb.Abandoned)
+		out.Info[EndInfo] = pb.End
 	}
 	return out, nil
 }

@@ -125,15 +125,15 @@ func TestDashJSLocal(t *testing.T) {
 	}
 }
 
-// A dash.js playback that stops moving fails with where it stopped, after
-// stuck_after, instead of waiting for the run's timeout: here the server
-// never answers the second segment.
-func TestDashJSStuck(t *testing.T) {
+// runDashJS plays a 12 s video with dash.js from shunt's server on
+// loopback, its handler wrapped by wrap.
+func runDashJS(t *testing.T, stuckAfter string, wrap func(http.Handler) http.Handler) (experiment.Result, error) {
+	t.Helper()
 	if _, err := checkDashJS(DashJSFile); err != nil {
 		t.Skipf("%v (bash scripts/setup installs Chromium and dash.js)", err)
 	}
 	dir := makeVideo(t)
-	c, err := Kind.Config(map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "stuck_after": "3s"})
+	c, err := Kind.Config(map[string]string{"player": "dashjs", "mode": "single", "path": "loopback", "content": dir, "stuck_after": stuckAfter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,29 +141,79 @@ func TestDashJSStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	never := make(chan struct{})
-	defer close(never)
-	hang := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(r.URL.Path, "-00002.m4s") {
-				<-never
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-	s, err := start(context.Background(), env, c, hang)
+	s, err := start(context.Background(), env, c, wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = s.Run(ctx, &experiment.Run{})
+	return s.Run(ctx, &experiment.Run{})
+}
+
+// holdSecond calls hold before every answer for the second segment.
+func holdSecond(hold func()) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "-00002.m4s") {
+				hold()
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// A dash.js playback that stops moving fails with where it stopped, after
+// stuck_after, instead of waiting for the run's timeout: here the server
+// never answers the second segment.
+func TestDashJSStuck(t *testing.T) {
+	never := make(chan struct{})
+	defer close(never)
+	_, err := runDashJS(t, "3s", holdSecond(func() { <-never }))
 	if err == nil || !strings.Contains(err.Error(), "playback stuck at ") || !strings.Contains(err.Error(), "segments loaded (last /") {
 		t.Fatalf("error %v, want dash.js stuck, with the last segment loaded", err)
 	}
 	t.Log(err)
+}
+
+// A wait in the middle of the video is rebuffering, also under the rule
+// that a wait with the media buffered to the end is not: here the second
+// segment comes 8 s after it is asked for, after the first has played out.
+func TestDashJSStallCounted(t *testing.T) {
+	res, err := runDashJS(t, "30s", holdSecond(func() { time.Sleep(8 * time.Second) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v stalls (%s), rebuffering %v %%, end %s", res.Counts["stalls"], res.Info["stalls"], res.Metrics["rebuffer_pct"], res.Info[EndInfo])
+	if res.Counts["stalls"] < 1 || res.Metrics["stall"] < 0.5 || res.Counts["segments"] != 2 {
+		t.Fatalf("%+v: want a stall of at least 0.5 s and both segments", res)
+	}
+}
+
+// A playback standing at the duration with every segment loaded has
+// finished, 'ended' or not. One way to get there: dash.js can leave the
+// MediaSource open after its last segment (its signalEndOfStream gives up
+// while a SourceBuffer is updating and is not called again), and Chromium
+// then never fires 'ended'; here endOfStream is made a no-op.
+func TestDashJSEndWithoutEndedEvent(t *testing.T) {
+	noEOS := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/dash.all.min.js" {
+				// After the page's own script, which wraps endOfStream too.
+				io.WriteString(w, `addEventListener("DOMContentLoaded", () => { MediaSource.prototype.endOfStream = function () {}; });`+"\n")
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	res, err := runDashJS(t, "5s", noEOS)
+	if err != nil {
+		t.Fatalf("a playback at its end with every segment loaded: %v", err)
+	}
+	t.Logf("%v kbit/s, %v stalls, rebuffering %v %%, end %s", res.Metrics["kbit_per_s"], res.Counts["stalls"], res.Metrics["rebuffer_pct"], res.Info[EndInfo])
+	if end := res.Info[EndInfo]; !strings.HasPrefix(end, "position at 1") || !strings.Contains(end, "endOfStream never called") ||
+		res.Counts["segments"] != 2 || res.Metrics["rebuffer_pct"] != 0 {
+		t.Fatalf("end %q, %+v: want the position at the end, no endOfStream, both segments, no rebuffering", end, res)
+	}
 }
 
 // dash.js gets the manifest without byte ranges, so that its requests are
