@@ -686,9 +686,16 @@ func TestJoin(t *testing.T) {
 	paths := twoPaths()
 	paths[0].Bandwidth = 0
 	paths[1].Sent, paths[1].Queued = 344000, 248000
-	d := p.DecideLoad(Hint{Document, 344000, 0}, twoPaths(), t0, load)
+	// Asked for at 50 ms, cheap still in its handshake: held for a join.
+	connecting := twoPaths()
+	connecting[0].Up, connecting[0].RTT, connecting[0].DialStart = false, 0, t0
+	d := p.DecideLoad(Hint{Document, 344000, 0}, connecting, t0.Add(50*time.Millisecond), load)
 	if want := (Decision{Path: 1, Second: -1, Join: true, Rule: 3}); d != want {
 		t.Fatalf("document: %+v, want %+v", d, want)
+	}
+	// Asked for with both paths up (a script found later): not held.
+	if d := p.DecideLoad(Hint{Script, 344000, 1}, twoPaths(), t0, load); d.Join {
+		t.Errorf("script with every path up: %+v, want no join", d)
 	}
 	tr := Transfer{Path: 1, Size: 344000, Received: 96000, Start: t0.Add(60 * time.Millisecond), FirstByte: t0.Add(80 * time.Millisecond), LastByte: now, Held: 96000 + 65536}
 	j, at := p.Join(d, tr, paths, now, load)

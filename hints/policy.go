@@ -73,8 +73,9 @@ type Decision struct {
 	// cap leaves Path of an object larger than that (a split rule).
 	Split int64
 	Rest  int
-	// Join: the response, asked for whole on Path, may have its rest
-	// taken by a path that comes up idle later (Policy.Join).
+	// Join: the response, asked for whole on Path while another path
+	// still connects, may have its rest taken by that path once it is up
+	// and idle (Policy.Join).
 	Join bool
 	Rule int // the rule's line in its file (0: no rule matched)
 }
@@ -104,7 +105,7 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 		}
 		return d
 	}
-	d.Rule, d.Tail, d.Hedge, d.CopyPct, d.Join = r.Line, r.Tail, r.Hedge, r.CopyPct, r.Join
+	d.Rule, d.Tail, d.Hedge, d.CopyPct = r.Line, r.Tail, r.Hedge, r.CopyPct
 	var total int64
 	for _, ps := range paths {
 		total += ps.Sent
@@ -137,6 +138,12 @@ func (p *Policy) DecideLoad(h Hint, paths []PathState, now time.Time, load int64
 	}
 	if len(paths) < 2 {
 		d.Tail, d.Hedge = 0, false
+	}
+	// A join is for a path that comes up later: a response asked for while
+	// every path is up is not held (its credit, sized before its path's
+	// bandwidth is known, would slow it behind the path's other responses).
+	for i, ps := range paths {
+		d.Join = d.Join || r.Join && i != d.Path && !ps.Up
 	}
 	return d
 }
