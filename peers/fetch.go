@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Fetch is one download by curl or nghttp.
@@ -174,12 +175,19 @@ func ParseHAR(b []byte) (Response, error) {
 
 // run runs argv behind prefix, with stdout to w; a failure carries stderr.
 func run(ctx context.Context, prefix, argv []string, w io.Writer) error {
+	_, err := runCPU(ctx, prefix, argv, w)
+	return err
+}
+
+// runCPU is run, returning the user and system CPU time the command used
+// (its rusage: a prefix such as ip netns exec execs it in place).
+func runCPU(ctx context.Context, prefix, argv []string, w io.Writer) (time.Duration, error) {
 	full := append(append([]string{}, prefix...), argv...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %v: %s", strings.Join(full, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		return 0, fmt.Errorf("%s: %v: %s", strings.Join(full, " "), err, bytes.TrimSpace(stderr.Bytes()))
 	}
-	return nil
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }

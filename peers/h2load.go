@@ -42,6 +42,8 @@ type LoadResult struct {
 	Status       [4]int // 2xx, 3xx, 4xx, 5xx
 	TrafficBytes int64  // all bytes received, headers and frames included
 	DataBytes    int64  // response body bytes
+	// CPU is h2load's own user and system time over the run.
+	CPU time.Duration
 }
 
 // H2load runs h2load and parses its summary. It fails if h2load fails or its
@@ -60,13 +62,15 @@ func H2load(ctx context.Context, l Load) (LoadResult, string, error) {
 	}
 	args = append(args, l.URLs...)
 	var out bytes.Buffer
-	if err := run(ctx, l.Prefix, args, &out); err != nil {
+	cpu, err := runCPU(ctx, l.Prefix, args, &out)
+	if err != nil {
 		return LoadResult{}, out.String(), err
 	}
 	r, err := ParseH2load(out.Bytes())
 	if err != nil {
 		return LoadResult{}, out.String(), fmt.Errorf("h2load %s: %v", strings.Join(l.URLs, " "), err)
 	}
+	r.CPU = cpu
 	return r, out.String(), nil
 }
 

@@ -198,6 +198,11 @@ func TestH2loadAgainstH2O(t *testing.T) {
 	if r.Total != 2000 || r.Succeeded != 1000 || r.Failed != 1000 || r.Status[0] != 1000 || r.Status[2] != 1000 || r.ReqPerSec <= 0 {
 		t.Errorf("got %+v, want 1000 succeeded (2xx) and 1000 failed (4xx)\n%s", r, out)
 	}
+	// h2load's own CPU time: 2,000 requests take well over a microsecond
+	// and less than the minute the run may last.
+	if r.CPU < time.Microsecond || r.CPU > time.Minute {
+		t.Errorf("h2load's CPU time %v", r.CPU)
+	}
 }
 
 func TestH2specAgainstNghttpd(t *testing.T) {

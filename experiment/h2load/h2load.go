@@ -6,8 +6,10 @@
 // per request (cpu_per_req_us: user + system time of its processes over the
 // run / requests), its resident memory at the end of the run (rss_kb), and
 // the requests' median and 99th percentile times (latency_p50_ms, latency_p99_ms,
-// from h2load's --log-file); counts: requests, duration_s, and the wait
-// after the run until the server was quiet (settle_ms, settle_cpu_ms).
+// from h2load's --log-file); counts: requests, duration_s, h2load's own CPU
+// per request (client_cpu_per_req_us: h2load is the other busy process on
+// the machine, one thread), and the wait after the run until the server was
+// quiet (settle_ms, settle_cpu_ms).
 // A new server is warmed up first with a tenth of a run per object.
 package h2load
 
@@ -255,7 +257,8 @@ func (s *Session) Run(ctx context.Context, r *experiment.Run) (experiment.Result
 			"latency_p99_ms": float64(p99) / 1e6,
 		},
 		Counts: map[string]float64{"requests": float64(res.Total), "duration_s": res.Duration.Seconds(),
-			"settle_ms": float64(settled.Microseconds()) / 1e3, "settle_cpu_ms": float64(tail.Microseconds()) / 1e3},
+			"client_cpu_per_req_us": float64(res.CPU.Microseconds()) / float64(res.Succeeded),
+			"settle_ms":             float64(settled.Microseconds()) / 1e3, "settle_cpu_ms": float64(tail.Microseconds()) / 1e3},
 	}, nil
 }
 
