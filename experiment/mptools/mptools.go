@@ -53,7 +53,10 @@ import (
 //	            only for AF_INET, and the default is any family), and then
 //	            every connection to the first address listed: one path
 //	            either way
-//	tool=curl   curl --interface on path=NAME's address
+//	tool=curl   curl --interface on path=NAME's address; http=1.1 asks
+//	            for HTTP/1.1 instead of h2 (ALPN), so h2's framing can be
+//	            told from the server's TLS and TCP (a floor for every h2
+//	            client of that server)
 //	tool=mptcp  curl run by mptcpize (Debian's mptcpd) from the first
 //	            path's address against a server listening with MPTCP (run
 //	            by mptcpize too); the testbed's endpoint adds the second
@@ -94,6 +97,7 @@ type Config struct {
 	HandoverAft  time.Duration    `param:"handover_after" help:"tool mph2, mode handover: the stall that moves to the next path"`
 	CC           string           `param:"cc" help:"congestion control of the client namespace (the tools') and of mph2's sockets"`
 	MinSplit     experiment.Bytes `param:"min_split" help:"tool aria2: -k (its minimum is 1M)"`
+	HTTP         string           `param:"http" enum:"2,1.1" help:"tool curl: 1.1 for HTTP/1.1 (default: h2 by ALPN)"`
 }
 
 // DefaultConfig is MP-H2 aggregating both paths from nginx.
@@ -107,6 +111,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Tool == "curl" && c.Path == "":
 		return experiment.Errorf("params.path", "", "tool curl needs path=NAME")
+	case c.Tool != "curl" && c.HTTP != "":
+		return experiment.Errorf("params.http", c.HTTP, "only tool curl chooses its HTTP version")
 	case c.Tool != "curl" && c.Tool != "mph2" && c.Path != "":
 		return experiment.Errorf("params.path", c.Path, "only tools curl and mph2 use one path")
 	case c.Tool != "mph2" && (c.Mode != "aggregate" || c.Budget != ""):
@@ -473,7 +479,11 @@ func (s *Session) runTool(ctx context.Context, url, file string) error {
 		os.Remove(file + ".st")
 		defer os.Remove(file + ".st")
 	case "curl":
-		args = []string{"curl", "-sS", "--fail", "-k", "--interface", s.addrOf(s.c.Path), "-o", file, url}
+		args = []string{"curl", "-sS", "--fail", "-k", "--interface", s.addrOf(s.c.Path), "-o", file}
+		if s.c.HTTP == "1.1" {
+			args = append(args, "--http1.1")
+		}
+		args = append(args, url)
 	case "mptcp":
 		args = []string{"mptcpize", "run", "curl", "-sS", "--fail", "-k", "--interface", s.env.Net.Paths()[0].ClientAddr, "-o", file, url}
 	}

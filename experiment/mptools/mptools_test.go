@@ -29,10 +29,11 @@ func TestLocal(t *testing.T) {
 			{"tool": "aria2", "conns": "4"},
 			{"tool": "axel", "conns": "4"},
 			{"tool": "curl", "path": "loopback"},
+			{"tool": "curl", "path": "loopback", "http": "1.1"},
 			{"tool": "mptcp"},
 		} {
 			params["server"] = server
-			t.Run(server+"/"+params["tool"]+params["mode"], func(t *testing.T) {
+			t.Run(server+"/"+params["tool"]+params["mode"]+params["http"], func(t *testing.T) {
 				for _, bin := range []string{server, map[string]string{"aria2": "aria2c", "axel": "axel", "curl": "curl", "mptcp": "mptcpize"}[params["tool"]]} {
 					if bin == "" || bin == peers.Shunt {
 						continue
@@ -119,6 +120,8 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]string{"budget": "lte"}, "params.budget"},
 		{map[string]string{"outages": "lte@x"}, "params.outages"},
 		{map[string]string{"min_split": "100KB"}, "params.min_split"},
+		{map[string]string{"tool": "aria2", "http": "1.1"}, "params.http"},
+		{map[string]string{"tool": "curl", "path": "wifi", "http": "1.0"}, "params.http"},
 	} {
 		if _, err := Kind.Config(v.params); err == nil || !strings.Contains(err.Error(), v.want) {
 			t.Errorf("%v: %v, want an error naming %s", v.params, err, v.want)
