@@ -611,10 +611,7 @@ func (d *download) grant(now time.Time, st *stream) {
 	if !st.manual || st.h2s == nil {
 		return
 	}
-	target := st.recv + d.s.Credit(now, st.id)
-	if st.limit >= 0 {
-		target = min(target, st.limit)
-	}
+	target := d.grantTarget(now, st)
 	if target <= st.granted {
 		return
 	}
@@ -626,6 +623,32 @@ func (d *download) grant(now time.Time, st *stream) {
 		st.granted += inc
 	}
 	d.s.OnGrant(st.id, st.first+st.granted)
+}
+
+// grantUnit: credit short of a stream's end is given in whole multiples of
+// it, so that a server held by flow control writes whole DATA frames of
+// the sizes servers use (nginx 8 KiB, h2o 16 KiB).
+const grantUnit = 16 << 10
+
+// grantTarget is how far stream st's credit should reach now (st.granted:
+// no WINDOW_UPDATE is due): Credit past what has arrived, never beyond the
+// end SetEnd gave it. Short of that end the credit moves in steps of at
+// least a quarter of the path's lead: a server that flow control holds
+// (nginx) writes what each WINDOW_UPDATE allows as a short DATA frame in a
+// TLS record of its own, so an update per DATA frame read cost 0.15 % more
+// bytes on the wire than one stream whose window never binds ((5,5) 32 MB
+// from nginx: 3494 records against curl's 2435, 5302 DATA frames against
+// 3907).
+func (d *download) grantTarget(now time.Time, st *stream) int64 {
+	target := st.recv + d.s.Credit(now, st.id)
+	if st.limit >= 0 && target >= st.limit {
+		return max(st.limit, st.granted)
+	}
+	step := max(grantUnit, d.s.Ahead(now, multipath.PathID(st.path))/4/grantUnit*grantUnit)
+	if target-st.granted < step {
+		return st.granted
+	}
+	return st.granted + (target-st.granted)/grantUnit*grantUnit
 }
 
 // grantPath tops up the streams of path p in request order: the path's
