@@ -148,6 +148,11 @@ type Conn struct {
 	// dataIn counts DATA payload read (DataReceived), a frame read in
 	// pieces piece by piece.
 	dataIn atomic.Int64
+	// lastFrame is when a client connection last read a whole frame, in ns
+	// since epoch (monotonic clock), 0 none yet (LastFrameRead); servers
+	// leave it, so their read loop pays nothing for it.
+	lastFrame atomic.Int64
+	epoch     time.Time
 }
 
 // peerSettings are the values the peer announced, with RFC defaults.
@@ -189,6 +194,7 @@ func newConn(nc net.Conn, cfg *Config, client bool, parent context.Context) *Con
 	c.wcond.L = &c.mu
 	c.slotWait.L = &c.mu
 	if client {
+		c.epoch = time.Now()
 		c.nextStreamID = 1
 		c.peer.enablePush = true // a server may push; we refuse it in our SETTINGS
 	} else {
@@ -382,6 +388,24 @@ func (c *Conn) Err() error {
 // reached a body (a count taken from Trace, which sees whole frames,
 // misses them).
 func (c *Conn) DataReceived() int64 { return c.dataIn.Load() }
+
+// LastFrameRead is when a client connection last read a whole frame of any
+// type (a DATA frame read in pieces: its last piece), zero if none yet or
+// on a server connection: a liveness signal without a Config.Trace, which
+// would have every DATA frame copied and parsed a second time.
+func (c *Conn) LastFrameRead() time.Time {
+	if n := c.lastFrame.Load(); n > 0 {
+		return c.epoch.Add(time.Duration(n))
+	}
+	return time.Time{}
+}
+
+// frameRead notes a whole frame read (LastFrameRead), on a client.
+func (c *Conn) frameRead() {
+	if c.client {
+		c.lastFrame.Store(int64(max(time.Since(c.epoch), 1)))
+	}
+}
 
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.nc }

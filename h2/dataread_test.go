@@ -49,6 +49,20 @@ func splitFrameServer(t *testing.T, body []byte, first int, release <-chan struc
 	return ln.Addr().String()
 }
 
+// dialH2C opens a client connection (h2c, prior knowledge) to addr.
+func dialH2C(t *testing.T, addr string) *ClientConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := (&Transport{AllowHTTP: true}).NewClientConn(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
 // getSplit GETs splitFrameServer's response over tr; the test closes it.
 func getSplit(t *testing.T, tr *Transport, addr string) *http.Response {
 	t.Helper()
@@ -137,14 +151,7 @@ func TestDataReceivedCountsPieces(t *testing.T) {
 		release := make(chan struct{})
 		close(release)
 		addr := splitFrameServer(t, body, first, release, cut)
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := (&Transport{AllowHTTP: true}).NewClientConn(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cc := dialH2C(t, addr)
 		req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
 		res, err := cc.RoundTrip(req)
 		if err != nil {
@@ -156,6 +163,46 @@ func TestDataReceivedCountsPieces(t *testing.T) {
 			t.Errorf("cut %v: DataReceived %d after a body of %d bytes; want %d", cut, n, len(got), map[bool]int{true: first, false: size}[cut])
 		}
 		cc.Close()
+	}
+}
+
+// LastFrameRead is zero until the server's first frame, then moves with
+// every whole frame: a DATA frame read in pieces counts once its last piece
+// is in (mph2's liveness took it from Trace, which costs a second copy and
+// parse of every DATA frame).
+func TestLastFrameRead(t *testing.T) {
+	const size, first = 12000, 1000
+	body := bytes.Repeat([]byte("x"), size)
+	release := make(chan struct{})
+	addr := splitFrameServer(t, body, first, release, false)
+	cc := dialH2C(t, addr)
+	defer cc.Close()
+	if at := cc.Conn().LastFrameRead(); !at.IsZero() {
+		t.Fatalf("LastFrameRead %v before the server wrote a frame, want zero", at)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
+	res, err := cc.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	headers := cc.Conn().LastFrameRead()
+	if headers.IsZero() || time.Since(headers) < 0 {
+		t.Fatalf("LastFrameRead %v after the response's HEADERS", headers)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := io.ReadFull(res.Body, make([]byte, first)); err != nil {
+		t.Fatal(err)
+	}
+	if at := cc.Conn().LastFrameRead(); !at.Equal(headers) {
+		t.Errorf("LastFrameRead moved to %v with a DATA frame's first piece, want %v (the HEADERS)", at, headers)
+	}
+	close(release)
+	if _, err := io.ReadAll(res.Body); err != nil {
+		t.Fatal(err)
+	}
+	if at := cc.Conn().LastFrameRead(); at.Sub(headers) < 20*time.Millisecond {
+		t.Errorf("LastFrameRead %v after the DATA frame's end, want 20 ms or more after the HEADERS' %v", at, headers)
 	}
 }
 

@@ -71,6 +71,9 @@ func (c *Conn) readFrames() bool {
 				if err != nil && !c.readError(err) {
 					break
 				}
+				if err == nil {
+					c.frameRead()
+				}
 				c.mu.Lock()
 				stop := c.closing
 				c.mu.Unlock()
@@ -97,6 +100,7 @@ func (c *Conn) readFrames() bool {
 				c.dataIn.Add(int64(df.Length))
 			}
 		}
+		c.frameRead()
 		if uf, ok := f.(*http2.UnknownFrame); ok {
 			if c.hb.active {
 				c.fail(connError{http2.ErrCodeProtocol, "frame inside a header block"})

@@ -218,14 +218,7 @@ func TestClientRefusedIsNotProcessed(t *testing.T) {
 			}
 		}
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := (&Transport{AllowHTTP: true}).NewClientConn(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc := dialH2C(t, ln.Addr().String())
 	defer cc.Close()
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
 	if _, err := cc.RoundTrip(req); !errors.Is(err, ErrNotProcessed) {

@@ -8,10 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/shunt-net/shunt/h2"
 )
@@ -33,10 +30,6 @@ type pathConn struct {
 	h2    *h2.ClientConn
 	h1    h1Transport
 	proto string // "h2", "h2c" or "http/1.1"
-	// last is when the h2 connection last received a frame of any type, as
-	// time since epoch (keeping the monotonic clock); 0 none yet.
-	epoch time.Time
-	last  atomic.Int64
 	// connect is how long the TCP handshake took (a first RTT sample), and
 	// tcp the TCP connection under TLS (for TCP_INFO); h2 only.
 	connect time.Duration
@@ -53,12 +46,13 @@ type h1Transport interface {
 	CloseIdleConnections()
 }
 
-// lastFrame is when the h2 connection last received a frame; zero if never.
+// lastFrame is when the h2 connection last received a frame; zero if never
+// or not HTTP/2. Only once ready: the dial sets h2.
 func (pc *pathConn) lastFrame() time.Time {
-	if n := pc.last.Load(); n > 0 {
-		return pc.epoch.Add(time.Duration(n))
+	if pc.h2 == nil {
+		return time.Time{}
 	}
-	return time.Time{}
+	return pc.h2.Conn().LastFrameRead()
 }
 
 func (pc *pathConn) dead() bool {
@@ -148,7 +142,7 @@ func (c *Client) conn(i int, u *url.URL) *pathConn {
 // dialBehind dials path i to u's server in the background, within timeout
 // and ctx; pc.ready closes when it is done.
 func (c *Client) dialBehind(ctx context.Context, i int, u *url.URL, trusted bool, timeout time.Duration) *pathConn {
-	pc := &pathConn{ready: make(chan struct{}), epoch: time.Now(), trusted: trusted}
+	pc := &pathConn{ready: make(chan struct{}), trusted: trusted}
 	go func() {
 		defer close(pc.ready)
 		ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -239,12 +233,7 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 	} else {
 		pc.proto = "h2c"
 	}
-	cfg := h2.Config{Trace: func(dir h2.Direction, f http2.Frame) {
-		if dir != h2.Recv {
-			return
-		}
-		pc.last.Store(int64(max(time.Since(pc.epoch), 1)))
-	}}
+	var cfg h2.Config
 	if c.EndAdjust == EndFlowControl {
 		cfg.InitialWindowSize = flowInitialWindow
 	}
@@ -260,7 +249,7 @@ func (c *Client) dial(ctx context.Context, i int, u *url.URL, pc *pathConn) erro
 		pctx, cancel := context.WithTimeout(ctx, c.pathTimeout())
 		_, err := cc.Conn().Ping(pctx)
 		cancel()
-		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && !pc.lastFrame().IsZero()) {
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && !cc.Conn().LastFrameRead().IsZero()) {
 			cc.Close()
 			pc.h1, pc.proto = c.h1Transport(dial, addr), "http/1.1"
 			return nil

@@ -84,7 +84,7 @@ func fakeHinted(t *testing.T, rules string) (*Hinted, [2]*fakePath) {
 	var fakes [2]*fakePath
 	for i := range fakes {
 		fakes[i] = &fakePath{reqs: make(chan *fakeExchange, 3)}
-		pc := &pathConn{ready: make(chan struct{}), h1: fakes[i], proto: "http/1.1", epoch: time.Now()}
+		pc := &pathConn{ready: make(chan struct{}), h1: fakes[i], proto: "http/1.1"}
 		close(pc.ready)
 		c.conns[keyOf(i, u)] = pc
 	}
