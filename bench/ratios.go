@@ -103,17 +103,18 @@ func deriveRatios(s *Scenario, sum *Summary, recs []*experiment.Record) {
 			peerOf[p.Name][t] = q.Name
 		}
 	}
-	type repKey struct {
-		l   Labels
-		rep int
-	}
-	vals := map[repKey]float64{}
+	// perRep[cell][repetition] is a successful run's value.
+	perRep := map[Labels]map[int]float64{}
 	for _, rec := range recs {
 		if !rec.OK() {
 			continue
 		}
 		for m, v := range rec.Metrics {
-			vals[repKey{labels(&rec.Run, m), rec.Rep}] = v
+			l := labels(&rec.Run, m)
+			if perRep[l] == nil {
+				perRep[l] = map[int]float64{}
+			}
+			perRep[l][rec.Rep] = v
 		}
 	}
 	metrics := s.RatioMetrics()
@@ -134,11 +135,8 @@ func deriveRatios(s *Scenario, sum *Summary, recs []*experiment.Record) {
 			}
 			x := Ratio{Labels: c.Labels, To: t, Peer: peer, Ratio: c.P50 / pc.P50}
 			var pairs []float64
-			for k, v := range vals {
-				if k.l != c.Labels {
-					continue
-				}
-				if pv := vals[repKey{l, k.rep}]; pv != 0 {
+			for rep, v := range perRep[c.Labels] {
+				if pv := perRep[l][rep]; pv != 0 {
 					pairs = append(pairs, v/pv)
 					if Better(l.Metric, v, pv) {
 						x.Ahead++
