@@ -677,8 +677,9 @@ func TestSplit(t *testing.T) {
 // Joined, cheap's first byte comes at +80 ms, 14,480 bytes (10 segments)
 // in its first round trip and 28,960 in its second from +160 ms, at exp's
 // rate for want of its own: 1.2e6 T + 14,480 + 1.2e6 (T - 0.16) = 248,000
-// gives T = 177.3 ms, the cut at 96,000 + 1.2e6 T = 308,760 and cheap's
-// part 35,240 bytes, both ending at +177.3 ms.
+// gives T = 177.3 ms (within cheap's second round trip, 21,720 bytes over
+// 18.1 ms), the cut at 96,000 + 1.2e6 T = 308,760 and cheap's part 35,240
+// bytes, both ending at +177.3 ms.
 func TestJoin(t *testing.T) {
 	p := mustPreset(t, "capped-join")
 	const load = 1548000
@@ -701,6 +702,17 @@ func TestJoin(t *testing.T) {
 	j, at := p.Join(d, tr, paths, now, load)
 	if j != 0 || at < 308757 || at > 308763 {
 		t.Fatalf("join: path %d at %d, want cheap (0) at 308,760", j, at)
+	}
+	// A longer rest (a 396,000-byte document): cheap's first two round
+	// trips (14,480 and 21,720 bytes) end at +160+18.1 ms, before exp ends
+	// its part, and its third starts at +240 ms, after: exp ends the rest
+	// less cheap's 36,200 bytes, at 1.2e6 T = 300,000 - 36,200, T = 219.8
+	// ms, the cut at 359,800 (doubling, cheap would be given 43,440 bytes,
+	// which its first two round trips do not bring).
+	long := tr
+	long.Size = 396000
+	if j, at := p.Join(d, long, paths, now, load); j != 0 || at < 359797 || at > 359803 {
+		t.Errorf("396,000 bytes: path %d at %d, want cheap at 359,800", j, at)
 	}
 	// Credit already given past that point is not taken back: the cut is
 	// where it ends (cheap's 24,000 bytes end at +167.9 ms, exp's at

@@ -23,9 +23,16 @@ func (p *Policy) Joins() bool {
 
 // joinWindow is what a path that has sent nothing yet delivers in its
 // first round trip: Linux's initial window of 10 segments (RFC 6928) of
-// 1448 bytes (IPv4, TCP timestamps). It doubles each round trip after
-// (slow start) up to the path's bandwidth-delay product.
-const joinWindow = 10 * 1448
+// 1448 bytes (IPv4, TCP timestamps). Each round trip after delivers
+// joinGrowth times as much (slow start) up to the path's bandwidth-delay
+// product: half as much again, not twice, as with an ACK for every second
+// segment (RFC 5681's delayed ACKs); hints-latency's cheap path carried 10
+// then 17 packets in its first two response round trips (h79's link log),
+// and a doubling model gave it a part that needed a third.
+const (
+	joinWindow = 10 * 1448
+	joinGrowth = 1.5
+)
 
 // Join decides whether the rest of t, a whole response on its path under a
 // join rule whose stream the client holds (t.Held > 0), is split now: the
@@ -33,7 +40,8 @@ const joinWindow = 10 * 1448
 // no). j is an idle path that is up (nothing queued on it, its RTT known);
 // at is where both would finish together, the response's path going on at
 // the rate it has shown, j starting one RTT from now in slow start from
-// joinWindow at its bandwidth (the response's rate when it has none yet),
+// joinWindow (joinGrowth) at its bandwidth (the response's rate when it has
+// none yet),
 // and never below t.Held (credit given cannot be taken back). No join when
 // j's part would be under joinWindow, when it would not end the object
 // sooner, or when the caps leave j no room for it.
@@ -89,8 +97,9 @@ func (p *Policy) Join(d Decision, t Transfer, paths []PathState, now time.Time, 
 }
 
 // slowStart is a path that starts sending now: joinWindow in its first
-// round trip, twice as much in each next, at most a bandwidth-delay
-// product a round trip, each round's bytes at the path's rate.
+// round trip, joinGrowth times as much in each next, at most a
+// bandwidth-delay product a round trip, each round's bytes at the path's
+// rate.
 type slowStart struct {
 	rtt  time.Duration
 	rate float64 // bytes/s
@@ -106,7 +115,7 @@ func (s slowStart) by(d time.Duration) int64 {
 	w := float64(joinWindow)
 	for start := time.Duration(0); start < d; start += s.rtt {
 		n += min(min(w, bdp), s.rate*(d-start).Seconds())
-		w *= 2
+		w *= joinGrowth
 	}
 	return int64(n)
 }
