@@ -51,11 +51,12 @@ func (t *hintedTransport) origin(scheme, host string) (*mph2.Hinted, error) {
 	}
 	c := t.newClient()
 	// Hinted fetches whole objects, no byte ranges whose ends flow control
-	// would adjust: MP-H2's 16 KB initial window (EndFlowControl) would
-	// only cap every stream at 16 KB a round trip.
+	// would adjust, so streams end by RST_STREAM; a policy that joins stops
+	// a held stream at a byte by flow control (EndFlowControl: 16 KB first
+	// windows, which Hinted opens to 1 MiB for its other streams).
 	c.EndAdjust = mph2.EndReset
 	if t.policy.Joins() {
-		c.EndAdjust = mph2.EndFlowControl // a join stops a held stream at a byte
+		c.EndAdjust = mph2.EndFlowControl
 	}
 	h := &mph2.Hinted{Client: c, Policy: t.policy, Cost: t.cost}
 	if t.placed != nil {

@@ -92,10 +92,10 @@ func NewMultipath(cfg MultipathConfig) (*Multipath, error) {
 		m.hints[&cfg.Page.Objects[i]] = h
 	}
 	// Streams end by RST_STREAM: a hinted load cancels its losing copies
-	// that way, and MP-H2's flow-control ends would give every stream a
+	// that way, and MP-H2's flow-control ends start every stream at a
 	// 16 KB window (and race the server's SETTINGS ACK over TLS). A policy
-	// that joins holds a response's credit to stop it at a byte: its
-	// connections start streams at 16 KB and Hinted opens them further.
+	// that joins needs them all the same, to stop a held response at a
+	// byte; Hinted then opens its other streams to h2's 1 MiB.
 	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: cfg.TLSConfig, Proto: mph2.ProtoHTTP2, EndAdjust: mph2.EndReset}
 	if cfg.Policy != nil && cfg.Policy.Joins() {
 		c.EndAdjust = mph2.EndFlowControl
