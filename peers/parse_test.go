@@ -138,38 +138,6 @@ func TestParseCurlWriteOut(t *testing.T) {
 	}
 }
 
-func TestParseListeners(t *testing.T) {
-	got, err := ParseListeners(readTestdata(t, "proc-net-tcp.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []Listener{{2024, 1605}, {18099, 13587}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("tcp: got %v, want %v", got, want)
-	}
-	got, err = ParseListeners(readTestdata(t, "proc-net-tcp6.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []Listener{{18098, 13601}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("tcp6: got %v, want %v", got, want)
-	}
-	const hdr = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-	// An established socket (state 01) is not a listener.
-	established := hdr + "   0: 0100007F:46B3 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 13587 1\n"
-	if got, err := ParseListeners([]byte(established)); err != nil || len(got) != 0 {
-		t.Errorf("established: got %v, %v; want none", got, err)
-	}
-	for _, bad := range []string{
-		"   0: 0100007F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 13587 1\n",
-		"   0: 0100007F:46B3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 x 1\n",
-		"   0: 0100007F:46B3 00000000:0000 0A\n",
-	} {
-		if _, err := ParseListeners([]byte(hdr + bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
 // The fuzz targets look for panics and hangs on arbitrary tool output.
 
 func FuzzParseH2load(f *testing.F) {
@@ -198,12 +166,6 @@ func FuzzParseCurlWriteOut(f *testing.F) {
 			t.Errorf("negative size from %q", b)
 		}
 	})
-}
-
-func FuzzParseListeners(f *testing.F) {
-	f.Add(readTestdata(f, "proc-net-tcp.txt"))
-	f.Add(readTestdata(f, "proc-net-tcp6.txt"))
-	f.Fuzz(func(t *testing.T, b []byte) { ParseListeners(b) })
 }
 
 func TestRangeOf(t *testing.T) {
@@ -377,6 +339,19 @@ func TestParseSockets(t *testing.T) {
 	got, err = ParseSockets(readTestdata(t, "proc-net-tcp.txt"))
 	if want := []Socket{{2024, 0, tcpListen, 1605}, {18099, 0, tcpListen, 13587}}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("tcp: %v, %v; want %v", got, err, want)
+	}
+	got, err = ParseSockets(readTestdata(t, "proc-net-tcp6.txt"))
+	if want := []Socket{{18098, 0, tcpListen, 13601}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("tcp6: %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{
+		"   0: 0100007F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 13587 1\n",
+		"   0: 0100007F:46B3 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 x 1\n",
+		"   0: 0100007F:46B3 00000000:0000 0A\n",
+	} {
+		if _, err := ParseSockets([]byte("hdr\n" + bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 	for _, bad := range []string{"0100007F:46B3 0100007F 01", "0100007F:46B3 0100007F:1 0x1", "0100007F:46B3 0100007F:1 100"} {
 		line := "   0: " + bad + " 00000000:00000000 00:00000000 00000000     0        0 1 1\n"

@@ -21,12 +21,6 @@ type Socket struct {
 	Inode                 uint64 // matches the socket:[INODE] links in /proc/PID/fd; 0 in TIME_WAIT
 }
 
-// Listener is a listening socket in a /proc/net/tcp table.
-type Listener struct {
-	Port  uint16
-	Inode uint64
-}
-
 // ParseSockets returns the sockets of a /proc/net/tcp or /proc/net/tcp6
 // table.
 func ParseSockets(table []byte) ([]Socket, error) {
@@ -69,22 +63,6 @@ func addrPort(a []byte) (uint16, error) {
 	}
 	p, err := strconv.ParseUint(string(a[colon+1:]), 16, 16)
 	return uint16(p), err
-}
-
-// ParseListeners returns the listening sockets in a /proc/net/tcp or
-// /proc/net/tcp6 table.
-func ParseListeners(table []byte) ([]Listener, error) {
-	ss, err := ParseSockets(table)
-	if err != nil {
-		return nil, err
-	}
-	var ls []Listener
-	for _, s := range ss {
-		if s.State == tcpListen {
-			ls = append(ls, Listener{s.LocalPort, s.Inode})
-		}
-	}
-	return ls, nil
 }
 
 // netSockets returns the sockets of the network namespace process pid is
