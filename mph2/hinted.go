@@ -150,6 +150,19 @@ func (h *Hinted) tailCheck() time.Duration {
 	return 5 * time.Millisecond
 }
 
+// HintedEndAdjust is the EndAdjust a Client of a Hinted with policy p
+// (nil: none) wants. Streams end by RST_STREAM: a hinted load cancels its
+// losing copies that way, and flow-control ends start every stream at a
+// 16 KB window (racing the server's SETTINGS ACK over TLS). A policy that
+// joins needs flow-control ends all the same, to stop a held response at
+// a byte; Hinted then opens its other streams to h2's 1 MiB.
+func HintedEndAdjust(p *hints.Policy) EndAdjust {
+	if p != nil && p.Joins() {
+		return EndFlowControl
+	}
+	return EndReset
+}
+
 // Start opens every path's connection to rawURL's server in the background
 // and starts measuring the paths; Get waits for the first.
 func (h *Hinted) Start(rawURL string) error {
@@ -166,7 +179,7 @@ func (h *Hinted) Start(rawURL string) error {
 			return fmt.Errorf("mph2: Hinted: path %s: Budget is the Client's downloads'; a Policy's rules have their own (budget=)", p.Label(i))
 		}
 	}
-	if h.Policy.Joins() && h.Client.EndAdjust != EndFlowControl {
+	if h.Client.EndAdjust != EndFlowControl && HintedEndAdjust(h.Policy) == EndFlowControl {
 		return errors.New("mph2: Hinted: a join rule stops streams by flow control: the Client's EndAdjust must be EndFlowControl")
 	}
 	u, err := parseURL(rawURL)

@@ -50,14 +50,7 @@ func (t *hintedTransport) origin(scheme, host string) (*mph2.Hinted, error) {
 		return h, nil
 	}
 	c := t.newClient()
-	// Hinted fetches whole objects, no byte ranges whose ends flow control
-	// would adjust, so streams end by RST_STREAM; a policy that joins stops
-	// a held stream at a byte by flow control (EndFlowControl: 16 KB first
-	// windows, which Hinted opens to 1 MiB for its other streams).
-	c.EndAdjust = mph2.EndReset
-	if t.policy.Joins() {
-		c.EndAdjust = mph2.EndFlowControl
-	}
+	c.EndAdjust = mph2.HintedEndAdjust(t.policy)
 	h := &mph2.Hinted{Client: c, Policy: t.policy, Cost: t.cost}
 	if t.placed != nil {
 		h.Placed = func(req *http.Request, hint hints.Hint, g *mph2.Got) { t.placed(req.URL.String(), hint, g.Path) }

@@ -91,15 +91,8 @@ func NewMultipath(cfg MultipathConfig) (*Multipath, error) {
 	for i, h := range hints.FromPage(cfg.Page) {
 		m.hints[&cfg.Page.Objects[i]] = h
 	}
-	// Streams end by RST_STREAM: a hinted load cancels its losing copies
-	// that way, and MP-H2's flow-control ends start every stream at a
-	// 16 KB window (and race the server's SETTINGS ACK over TLS). A policy
-	// that joins needs them all the same, to stop a held response at a
-	// byte; Hinted then opens its other streams to h2's 1 MiB.
-	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: cfg.TLSConfig, Proto: mph2.ProtoHTTP2, EndAdjust: mph2.EndReset}
-	if cfg.Policy != nil && cfg.Policy.Joins() {
-		c.EndAdjust = mph2.EndFlowControl
-	}
+	// MP-H2 (no policy) ends its streams by RST_STREAM too.
+	c := &mph2.Client{Paths: cfg.Paths, TLSConfig: cfg.TLSConfig, Proto: mph2.ProtoHTTP2, EndAdjust: mph2.HintedEndAdjust(cfg.Policy)}
 	if cfg.Policy != nil {
 		var expect int64
 		for _, o := range cfg.Page.Objects {
